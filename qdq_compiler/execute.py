@@ -1,0 +1,103 @@
+"""Run a validated ``Call`` on a compiled target.
+
+The Python path canonicalises shapes to keep the number of artifacts small: a per-tensor op is run
+on the flattened data (one rank-1 artifact for every shape), a per-axis op on the [outer, C, inner]
+view (rank 3, axis 1), and the last-axis PerChannel ops on [batch, d]. NumPy reshapes of contiguous
+arrays are free, and the arithmetic is element-wise within a channel, so the bits are unchanged.
+Numeric attributes travel as trailing 0-d arguments (see config.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import compile as _compile
+from . import emit, runtime, targets
+from .config import OpConfig
+from .validation import Call
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One compiled configuration for one target."""
+    config: OpConfig
+    mlir: str
+    flags: tuple[str, ...]
+    vmfb: bytes
+    path: object
+    key: str
+
+    def function(self):
+        t = targets.get(self.config.target)
+        return runtime.load(t.driver, self.key, self.vmfb, self.config.op)
+
+
+_artifacts: dict[OpConfig, Artifact] = {}
+
+
+def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
+    """Render, compile (through the cache) and remember the artifact of ``cfg``."""
+    art = _artifacts.get(cfg) if not extra_flags else None
+    if art is not None:
+        return art
+    t = targets.get(cfg.target)
+    mlir = emit.render(cfg)
+    flags = t.compile_flags + tuple(extra_flags)
+    path, data = _compile.cached_compile(mlir, flags, what=cfg.describe(), info=cfg.key())
+    art = Artifact(cfg, mlir, flags, data, path, _compile.cache_key(mlir, flags))
+    if not extra_flags:
+        _artifacts[cfg] = art
+    return art
+
+
+def _shape_plan(call: Call):
+    """(canonical shape string, the structural attrs to use, a function from array name to its view)."""
+    x = call.data
+    axis = call.per_channel_axis()
+    spec = call.spec
+    if axis is None:
+        return "?", {}, lambda a: a.reshape(-1)
+    if spec.per_channel_last:
+        d = x.shape[-1]
+        b = int(np.prod(x.shape[:-1], dtype=np.int64))
+        return "?x?", {}, lambda a: a.reshape(b, d)
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    c = x.shape[axis]
+    return "?x?x?", {"axis": 1}, lambda a: a.reshape(outer, c, inner)
+
+
+def config_for_call(call: Call, target: str) -> OpConfig:
+    shape, override, _ = _shape_plan(call)
+    return _runtime_config(call, target, shape, override)
+
+
+def _runtime_config(call: Call, target: str, shape: str, override: dict) -> OpConfig:
+    structural = {k: v for k, v in call.attrs.items()
+                  if k in (OpConfig.make(call.op).structural)}
+    structural.update(override)
+    return OpConfig.make(call.op, structural, call.dtype.name, shape, target, "runtime")
+
+
+def run(call: Call, target: str = "cpu") -> tuple[np.ndarray, ...]:
+    """Compute ``call`` on ``target``; outputs as the oracle returns them."""
+    t = targets.get(target)
+    t.require_available()
+    shape, override, view = _shape_plan(call)
+    cfg = _runtime_config(call, target, shape, override)
+    art = artifact_for(cfg)
+    spec = call.spec
+    args = []
+    for inp in spec.inputs:
+        a = call.arrays[inp.name]
+        args.append(view(a) if inp.role in ("data", "grad") else a)
+    for name, etype, value in emit.param_values(spec, dict(call.attrs), call.dtype.name):
+        args.append(np.asarray(value))
+    outs = art.function()(args)
+    x = call.data
+    result = [outs[0].reshape(x.shape)]
+    if len(outs) > 1:
+        mn = call.arrays[spec.input("min").name]
+        result += [o.reshape(mn.shape) for o in outs[1:]]
+    return tuple(result)
