@@ -232,7 +232,7 @@ def _checks_qdq(c: _Checker, arrays, attrs):
     axis = attrs["axis"]
     rank = x.ndim
     if spec.num_bits_input:  # V3 reports axis errors in its own words
-        if axis >= rank or axis < -rank:
+        if axis != -1 and (axis >= rank or axis < -rank):
             c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed -1 or 0..{rank - 1}", "axis",
                    tf=f"Axis requested is larger than input dimensions. Axis: {axis} Input Dimensions: {rank}")
         if axis < -1:  # TF 2.21 aborts (CHECK d >= 0); the shape function's words
