@@ -110,9 +110,13 @@ def _as_array(c: _Checker, name: str, value, dtype, allowed: tuple[str, ...]) ->
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.dtype != dtype:
-            c.fail(f"input {name} has dtype {arr.dtype}, expected {np.dtype(dtype).name}"
-                   f" (allowed: {allowed_txt}; every float input of the op must have the same dtype)",
-                   name, cls=QDQTypeError)
+            index = c.spec.input_names.index(name)
+            why = "; every float input of the op must have the same dtype" if np.dtype(dtype).kind == "f" else ""
+            c.fail(f"input {name} has dtype {arr.dtype}, expected {np.dtype(dtype).name} (allowed: {allowed_txt}{why})",
+                   name, cls=QDQTypeError,
+                   tf=f"cannot compute {c.spec.name} as input #{index}(zero-based) was expected to be a "
+                      f"{_TF_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)} tensor but is a "
+                      f"{_TF_NAMES.get(arr.dtype.name, arr.dtype.name)} tensor")
         return arr if arr.flags.c_contiguous else np.array(arr, order="C")
     if isinstance(value, (bool, np.bool_)):
         c.fail(f"input {name}={value!r} is a bool; expected {allowed_txt}", name, cls=QDQTypeError)
@@ -130,6 +134,9 @@ def _as_array(c: _Checker, name: str, value, dtype, allowed: tuple[str, ...]) ->
     return out if out.flags.c_contiguous else np.array(out, order="C")
 
 
+_TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
 def _element_dtype(c: _Checker, kwargs) -> np.dtype:
     """T: the dtype of the first T-typed numpy input (TF infers attrs from the first tensor), else float32."""
     allowed = c.spec.dtypes
@@ -140,8 +147,18 @@ def _element_dtype(c: _Checker, kwargs) -> np.dtype:
         if isinstance(v, (np.ndarray, np.generic)):
             dt = np.asarray(v).dtype
             if dt.name not in allowed:
+                tf = None
+                if len(allowed) == 1 and c.spec.range_from == "attr":  # Args: conversion of a fixed-float input
+                    tf = f"Tensor conversion requested dtype float32 for Tensor with dtype {dt.name}"
+                elif len(allowed) == 1:  # Vars/PerChannel: fixed float inputs
+                    index = c.spec.input_names.index(inp.name)
+                    tf = (f"cannot compute {c.spec.name} as input #{index}(zero-based) was expected to be a "
+                          f"float tensor but is a {_TF_NAMES.get(dt.name, dt.name)} tensor")
+                elif dt.kind != "f":
+                    tf = (f"Value for attr 'T' of {dt.name} is not in the list of allowed values: "
+                          f"bfloat16, half, float, double")
                 c.fail(f"input {inp.name} has dtype {dt}; allowed: {', '.join(allowed)}", inp.name,
-                       cls=QDQTypeError)
+                       cls=QDQTypeError, tf=tf)
             return dt
     return np.dtype(np.float32)
 
@@ -200,14 +217,19 @@ def _check_range_tensors(c: _Checker, x, mn, mx, axis: int, names=("input_min", 
             c.fail(f"{n} has shape {list(t.shape)}; with axis={axis} it must be {what}", n,
                    tf=f"Shape must be rank {want} but is rank {t.ndim}")
     if want == 1:
+        if mn.shape != mx.shape:
+            c.fail(f"{names[0]} has shape {list(mn.shape)} but {names[1]} has shape {list(mx.shape)}; they must be equal",
+                   names[1], tf=f"Dimension 0 in both shapes must be equal, but are {mx.shape[0]} and {mn.shape[0]}. "
+                                f"Shapes are {_shape(mx)} and {_shape(mn)}.")
         for n, t in zip(names, (mn, mx)):
             if t.shape[0] != x.shape[axis]:
                 c.fail(f"{n} has length {t.shape[0]} but dimension {axis} of the input is {x.shape[axis]}", n,
-                       tf=f"Dimensions must be equal, but are {x.shape[axis]} and {t.shape[0]}")
+                       tf=f"Dimensions must be equal, but are {t.shape[0]} and {x.shape[axis]}")
 
 
 def _check_given_range(c: _Checker, mn, mx, names=("input_min", "input_max")):
-    lo, hi = mn.item(), mx.item()
+    from .oracle.numerics import flush  # TF compares under DAZ: a subnormal bound is 0
+    lo, hi = flush(np.asarray(mn)).item(), flush(np.asarray(mx)).item()
     if not lo <= hi:
         c.fail(f"invalid range: {names[0]}={_fmt(lo)} > {names[1]}={_fmt(hi)}; need {names[0]} <= {names[1]}",
                names[0], tf=f"Invalid range: input_min {_fmt(lo)} > input_max {_fmt(hi)}")
@@ -232,7 +254,7 @@ def _checks_qdq(c: _Checker, arrays, attrs):
     axis = attrs["axis"]
     rank = x.ndim
     if spec.num_bits_input:  # V3 reports axis errors in its own words
-        if axis != -1 and (axis >= rank or axis < -rank):
+        if axis >= rank or axis < -rank:
             c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed -1 or 0..{rank - 1}", "axis",
                    tf=f"Axis requested is larger than input dimensions. Axis: {axis} Input Dimensions: {rank}")
         if axis < -1:  # TF 2.21 aborts (CHECK d >= 0); the shape function's words
@@ -257,7 +279,7 @@ def _checks_qdq(c: _Checker, arrays, attrs):
             if t.shape[0] != x.shape[axis]:
                 c.fail(f"{n} has length {t.shape[0]}, expected {x.shape[axis]} (dimension {axis} of the input)", n,
                        tf=f"{n}_tensor has incorrect size, was {t.shape[0]} expected {x.shape[axis]} to match "
-                          f"dim {axis} of the input {_shape(x)}")
+                          f"dim {axis} of the input {_shape(t)}")
     if spec.num_bits_input and attrs["range_given"] and axis == -1:
         for n, t in (("input_min", mn), ("input_max", mx)):
             if t.size != 1:  # TF 2.21 aborts: Check failed: 1 == NumElements()
@@ -284,7 +306,10 @@ def _checks_qdq_grad(c: _Checker, arrays, attrs):
                    tf=f"Input {short} tensor must have dimension 0 or 1. Received {t.ndim}.")
     if axis >= 0:
         for n, t, short in (("input_min", mn, "min"), ("input_max", mx, "max")):
-            if t.ndim != 1 or t.shape[0] != x.shape[axis]:
+            if t.ndim == 0:
+                c.fail(f"{n} must be a vector of length {x.shape[axis]} when axis={axis}, got a scalar", n,
+                       tf=f"Shape must be rank 1 for {n}_tensor when the axis is specified")
+            if t.shape[0] != x.shape[axis]:
                 c.fail(f"{n} must be a vector of length {x.shape[axis]} (dimension {axis} of the input), "
                        f"got shape {list(t.shape)}", n,
                        tf=f"{short} has incorrect size, expected {x.shape[axis]} was {t.size}")
@@ -312,7 +337,8 @@ def _checks_fake_quant(c: _Checker, arrays, attrs):
         c.fail(f"gradients has shape {list(g.shape)} but inputs has shape {list(x.shape)}; they must be equal",
                "gradients", tf=tf)
     if spec.range_from == "attr":
-        lo, hi = attrs["min"], attrs["max"]
+        from .oracle.numerics import flush  # TF compares under DAZ: a subnormal bound is 0
+        lo, hi = flush(np.float32(attrs["min"])).item(), flush(np.float32(attrs["max"])).item()
         if not lo < hi:
             c.fail(f"min={_fmt(lo)} must be smaller than max={_fmt(hi)}", "min",
                    tf=f"min has to be smaller than max, was: {_fmt(lo)} >= {_fmt(hi)}")

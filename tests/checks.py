@@ -1,0 +1,53 @@
+"""Assertions shared by the tests: bit-exact comparison and the project-policy comparisons."""
+from __future__ import annotations
+
+import numpy as np
+
+from qdq_compiler import registry
+from qdq_compiler.oracle.numerics import bit_equal, bits
+from goldens import decode
+
+
+def as_tuple(result):
+    return tuple(result) if isinstance(result, tuple) else (result,)
+
+
+def describe_diff(got: np.ndarray, want: np.ndarray) -> str:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"shape/dtype {got.shape}/{got.dtype} != {want.shape}/{want.dtype}"
+    g, w = got.ravel(), want.ravel()
+    bad = np.nonzero((bits(g) != bits(w)) & ~(np.isnan(g) & np.isnan(w)))[0]
+    i = bad[:5]
+    return (f"{bad.size} of {g.size} differ; first at {list(i)}: got {[float(v).hex() for v in g[i]]} "
+            f"want {[float(v).hex() for v in w[i]]}")
+
+
+def sum_bound(case_inputs: dict, out_name: str, want: np.ndarray) -> np.ndarray:
+    """The error bound of a float32 sum whose order is free (policy 6): (n-1) * eps * sum |g|."""
+    g = case_inputs["gradients"].astype(np.float64)
+    n = g.size // max(want.size, 1)
+    axes = tuple(range(g.ndim - want.ndim))
+    return (max(n - 1, 0) * np.finfo(np.float32).eps * np.abs(g).sum(axis=axes)).astype(np.float64)
+
+
+def assert_matches_case(case: dict, result, kwargs: dict):
+    """Compare a result with the golden outputs: bit for bit, and the deviation policies where tagged."""
+    spec = registry.get(case["op"])
+    outs = as_tuple(result)
+    expected = case["expect"]["outputs"]
+    deviation = case.get("deviation")
+    for name, got in zip(spec.outputs, outs):
+        want = decode(expected[name])
+        if deviation == "zero_sign":  # policy 7: either sign of zero
+            got_c = np.where(got == 0, 0, got).astype(got.dtype)
+            want_c = np.where(want == 0, 0, want).astype(want.dtype)
+            assert bit_equal(got_c, want_c), f"{name}: {describe_diff(got_c, want_c)}"
+        elif deviation == "nan_in_data_range":  # policy 5: NaN anywhere -> all NaN
+            assert np.isnan(got).all(), f"{name}: expected all NaN (policy 5), got {got}"
+        elif name in spec.sum_outputs and not bit_equal(got, want):
+            bound = sum_bound(kwargs, name, want)
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            assert np.array_equal(np.isnan(got), np.isnan(want)) and np.all(diff[~np.isnan(want)] <= bound[~np.isnan(want)]), \
+                f"{name}: sum beyond the float32 summation bound: {describe_diff(got, want)}"
+        else:
+            assert bit_equal(got, want), f"{name}: {describe_diff(got, want)}"

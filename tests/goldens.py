@@ -1,0 +1,84 @@
+"""Loading the TF 2.21 golden vectors of tests/goldens/ (written by tools/make_goldens.py)."""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+
+from qdq_compiler import registry
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "goldens"
+# bfloat16 has no NumPy dtype; both half types are unsupported by every op (TF has no kernel), so a
+# float16 array stands in for it: what is tested is the rejection of a half-precision input.
+_DT = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64,
+       "float16": np.float16, "bfloat16": np.float16}
+# TF errors that the project deliberately replaces (spec "Project policy"): V1 runs (policy 2); TF's
+# "no kernel" for half types is our dtype TypeError, worded by us.
+POLICY_ERROR_KINDS = {"UnimplementedError", "NotImplementedError"}
+OWN_WORDING_KINDS = {"abort", "NotFoundError"}
+# graph-mode messages that carry no words of their own (e.g. "[[q]]" for a half-type kernel lookup)
+
+
+def decode(entry: dict) -> np.ndarray:
+    dt = entry["dtype"]
+    vals = entry["values"]
+    if dt in ("int32", "int64"):
+        arr = np.array(vals, _DT[dt])
+    else:
+        arr = np.array([float.fromhex(v) if v not in ("nan", "-nan") else float("nan") for v in vals], np.float64)
+        arr = arr.astype(_DT[dt])
+    return arr.reshape(entry["shape"])
+
+
+def kwargs_of(case: dict) -> dict:
+    spec = registry.get(case["op"])
+    kw = {}
+    for name, value in case["attrs"].items():
+        a = spec.attr_map.get(name)
+        kw[name] = float.fromhex(value) if a is not None and a.kind is float and isinstance(value, str) else value
+    for name, entry in case["inputs"].items():
+        kw[name] = decode(entry)
+    return kw
+
+
+@functools.lru_cache(maxsize=1)
+def all_cases() -> tuple[dict, ...]:
+    cases = []
+    for f in sorted(GOLDEN_DIR.glob("*.json")):
+        cases.extend(json.loads(f.read_text())["cases"])
+    return tuple(cases)
+
+
+def case_ids(cases) -> list[str]:
+    return [f"{c['op']}:{c['id']}" for c in cases]
+
+
+def success_cases():
+    return [c for c in all_cases() if "outputs" in c["expect"]]
+
+
+def error_cases():
+    return [c for c in all_cases() if "error" in c["expect"]]
+
+
+def is_per_channel_given_range(case) -> bool:
+    """V2/V4 with range_given and axis >= 0: TF 2.21 rejects every such call; we implement it (policy 1)."""
+    a = case["attrs"]
+    return (case["op"] in ("QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4") and a.get("range_given") is True
+            and a.get("axis", -1) >= 0 and all(len(case["inputs"][n]["shape"]) == 1 for n in ("input_min", "input_max"))
+            and case["inputs"]["input_min"]["shape"] == [case["inputs"]["input"]["shape"][a["axis"]]] * 1
+            and case["inputs"]["input_max"]["shape"] == case["inputs"]["input_min"]["shape"])
+
+
+def tf_words(message: str) -> str:
+    """The part of a TF error message that identifies the check (graph-mode node noise and NodeDefs cut)."""
+    import re
+    m = re.search(r"Node: '[^']*'\s*(.*)$", message, re.S)
+    if m:
+        message = m.group(1)
+    message = message.split("\t;")[0].split("\n\t")[0].strip()
+    if message.startswith("Tensor conversion requested"):
+        message = message.split(":")[0]
+    return message
