@@ -106,6 +106,9 @@ class RenderContext:
         pv = param_values(spec, dict(attrs), cfg.dtype)
         self.params = [Param(n, t, v, cfg.params == "baked") for n, t, v in pv]
         self.np = np
+        from .targets import TARGETS
+        target = TARGETS.get(cfg.target)
+        self.quirks = target.quirks if target else ()
         self.np_dtype = np.dtype(cfg.dtype)
 
     # -- types --------------------------------------------------------------------------------
@@ -129,6 +132,10 @@ class RenderContext:
         np_t = {"f32": np.float32, "f64": np.float64}[etype]
         b = int(bits(np.asarray(value, np_t)))
         return f"0x{b:0{np.dtype(np_t).itemsize * 2}X}"
+
+    def sign_mask(self, itype: str) -> str:
+        """The sign bit of a float of the integer width ``itype``, as a signed decimal literal."""
+        return str(-(1 << 63) if itype == "i64" else -(1 << 31))
 
     # -- the function signature -----------------------------------------------------------------
     def input_type(self, inp: R.Input) -> str:

@@ -31,6 +31,7 @@ class Target:
     dynamic_per_channel_reduce: bool = True   # reduction + per-channel broadcast with dynamic dims
     compile_only: bool = False
     limits: dict = field(default_factory=dict)
+    quirks: tuple[str, ...] = ()  # lowering workarounds the templates render for this target only
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -73,7 +74,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            bit_exact=False,
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
-           dtypes=("float32", "float64")),
+           dtypes=("float32", "float64"), quirks=("roundeven_drops_zero_sign", "folds_mul_by_zero")),
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),
            "Vulkan SPIR-V for Mesa's lavapipe (llvmpipe); other GPUs via --iree-vulkan-target",
