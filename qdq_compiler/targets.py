@@ -78,9 +78,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),
            "Vulkan SPIR-V for Mesa's lavapipe (llvmpipe); other GPUs via --iree-vulkan-target",
-           dynamic_per_channel_reduce=False, limits={"loop_iterations": 65535}),
+           dynamic_per_channel_reduce=False, limits={"loop_iterations": 65535, "empty_buffers": False},
+           quirks=("keeps_denormals", "folds_mul_by_zero", "minmax_ignores_nan")),
     Target("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_80",),
-           "CUDA PTX for sm_80 (runs on Ampere and, JIT-compiled by the driver, on Hopper)"),
+           "CUDA PTX for sm_80 (runs on Ampere and, JIT-compiled by the driver, on Hopper)",
+           quirks=("keeps_denormals", "folds_mul_by_zero", "minmax_ignores_nan")),
 ]}
 
 
