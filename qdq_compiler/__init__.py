@@ -4,8 +4,20 @@ from __future__ import annotations
 from .errors import BundleError, CompileError, QDQError, QDQTypeError, TargetUnavailableError
 from . import registry
 from . import oracle
+from . import raw_ops
+from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gradient,
+                  fake_quant_with_min_max_args_vjp, fake_quant_with_min_max_vars,
+                  fake_quant_with_min_max_vars_gradient, fake_quant_with_min_max_vars_per_channel,
+                  fake_quant_with_min_max_vars_per_channel_gradient, fake_quant_with_min_max_vars_per_channel_vjp,
+                  fake_quant_with_min_max_vars_vjp, quantize_and_dequantize, quantize_and_dequantize_v2,
+                  quantize_and_dequantize_v2_vjp, quantize_and_dequantize_vjp)
 
 __version__ = "0.1.0"
 
 __all__ = ["QDQError", "QDQTypeError", "CompileError", "TargetUnavailableError", "BundleError",
-           "registry", "oracle", "__version__"]
+           "registry", "oracle", "raw_ops", "__version__",
+           "quantize_and_dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_vjp",
+           "quantize_and_dequantize_v2_vjp", "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",
+           "fake_quant_with_min_max_args_vjp", "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_gradient",
+           "fake_quant_with_min_max_vars_vjp", "fake_quant_with_min_max_vars_per_channel",
+           "fake_quant_with_min_max_vars_per_channel_gradient", "fake_quant_with_min_max_vars_per_channel_vjp"]

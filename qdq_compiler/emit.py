@@ -167,9 +167,21 @@ def render(cfg: OpConfig, attrs: dict | None = None) -> str:
     attrs = dict(cfg.attrs) if attrs is None else dict(attrs)
     ctx = RenderContext(cfg, attrs)
     tmpl = _env().get_template(_TEMPLATE_OF_FAMILY[cfg.spec.family])
-    text = tmpl.render(k=ctx)
+    text = _tidy(tmpl.render(k=ctx))
     verify(text, what=cfg.describe())
     return text
+
+
+def _tidy(text: str) -> str:
+    """Drop the blank lines that Jinja leaves inside functions; one blank line between functions."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith(("func.func", "// ")) and out and out[-1] == "}":
+            out.append("")
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def verify(text: str, what: str = "module") -> None:

@@ -80,8 +80,14 @@ def _runtime_config(call: Call, target: str, shape: str, override: dict) -> OpCo
     return OpConfig.make(call.op, structural, call.dtype.name, shape, target, "runtime")
 
 
-def run(call: Call, target: str = "cpu") -> tuple[np.ndarray, ...]:
-    """Compute ``call`` on ``target``; outputs as the oracle returns them."""
+def run(call: Call, target: str = "cpu", static: bool = False) -> tuple[np.ndarray, ...]:
+    """Compute ``call`` on ``target`` ("oracle" = the NumPy reference); outputs as the oracle returns them.
+
+    ``static=True`` compiles for the exact (canonical) shape instead of dynamic dims.
+    """
+    if target == "oracle":
+        from .oracle import compute
+        return compute(call)
     t = targets.get(target)
     t.require_available()
     if call.data.size == 0 and not t.limits.get("empty_buffers", True):
@@ -90,6 +96,8 @@ def run(call: Call, target: str = "cpu") -> tuple[np.ndarray, ...]:
         from .oracle import compute
         return compute(call)
     shape, override, view = _shape_plan(call)
+    if static:
+        shape = "x".join(str(d) for d in view(call.data).shape) or "scalar"
     cfg = _runtime_config(call, target, shape, override)
     art = artifact_for(cfg)
     spec = call.spec
@@ -106,3 +114,23 @@ def run(call: Call, target: str = "cpu") -> tuple[np.ndarray, ...]:
         mn = call.arrays[spec.input("min").name]
         result += [o.reshape(mn.shape) for o in outs[1:]]
     return tuple(result)
+
+
+def run_config(call: Call, target: str, static: bool = False) -> tuple[np.ndarray, ...]:
+    return run(call, target, static)
+
+
+def config_for_entry(entry, target: str, shape: tuple[int, ...] | None = None) -> OpConfig:
+    """The artifact a validation-matrix entry runs: dynamic dims, or ``shape`` when static."""
+    spec = entry.spec if hasattr(entry, "spec") else None
+    from . import registry as R
+    spec = R.get(entry.op)
+    attrs = dict(entry.attrs)
+    if spec.per_channel_last:
+        rank = 2
+    elif attrs.get("axis", -1) >= 0:
+        rank = 3
+    else:
+        rank = 1
+    dims = "x".join(["?"] * rank) if shape is None else "x".join(map(str, shape))
+    return OpConfig.make(entry.op, attrs, entry.dtype, dims, target, "runtime")

@@ -39,7 +39,7 @@ class LoadedFunction:
 
 def to_numpy(arr) -> np.ndarray:
     """Result to host memory. Vulkan artifacts are built with mappable results, so this is one map."""
-    return np.asarray(arr.to_host())
+    return np.array(arr.to_host(), copy=True)
 
 
 def load(driver: str, key: str, vmfb: bytes, function: str) -> LoadedFunction:

@@ -90,7 +90,8 @@ def get(name: str) -> Target:
     try:
         return TARGETS[name]
     except (KeyError, TypeError):
-        raise QDQError(f"unknown target {name!r}; allowed: {', '.join(TARGETS)}", arg="target") from None
+        raise QDQError(f"unknown target {name!r}; allowed: {', '.join(TARGETS)} (or 'oracle' for the NumPy "
+                       f"reference)", arg="target") from None
 
 
 def available_targets() -> list[str]:

@@ -1,0 +1,122 @@
+"""TF's public Python wrappers, with TF's names and behaviour, plus JAX-style ``*_vjp`` helpers.
+
+Every function takes ``target=``: "cpu" (default), another compiled target, or "oracle" for the
+NumPy reference. A ``*_vjp`` helper returns ``(y, vjp)`` where ``vjp(dy)`` gives the gradients with
+respect to the differentiable inputs, using the gradient TF registers for that op.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import raw_ops as _raw
+from .errors import QDQError
+
+
+def _axis_for_op(input, axis):
+    """TF's wrapper axis rule: None -> -1 (per-tensor); a negative axis counts from the end."""
+    if axis is None:
+        return -1
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise QDQError(f"axis={axis!r} must be an int or None", arg="axis")
+    axis = int(axis)
+    if axis < 0:
+        ndim = np.ndim(input)
+        if ndim == 0 and not isinstance(input, np.ndarray) and np.isscalar(input) is False:
+            raise QDQError("input should have known rank to use negative axis.", arg="axis")
+        if ndim == 0:
+            raise QDQError(f"axis={axis} needs an input of rank >= 1 (the input is a scalar)", arg="axis",
+                           tf_message="input should have known rank to use negative axis.")
+        axis %= ndim
+    return axis
+
+
+def quantize_and_dequantize(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
+                            round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu"):
+    """``tf.quantization.quantize_and_dequantize``: the V2 op; its gradient is straight-through."""
+    return _raw.QuantizeAndDequantizeV2(
+        input=input, input_min=input_min, input_max=input_max, signed_input=signed_input, num_bits=num_bits,
+        range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
+        axis=_axis_for_op(input, axis), target=target)
+
+
+def quantize_and_dequantize_v2(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
+                               round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu"):
+    """``tf.quantization.quantize_and_dequantize_v2``: the V4 op; its gradient is masked (V4Grad)."""
+    return _raw.QuantizeAndDequantizeV4(
+        input=input, input_min=input_min, input_max=input_max, signed_input=signed_input, num_bits=num_bits,
+        range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
+        axis=_axis_for_op(input, axis), target=target)
+
+
+def quantize_and_dequantize_vjp(input, input_min, input_max, *, target="cpu", **kw):
+    """(y, vjp) for ``quantize_and_dequantize``: vjp(dy) -> (dy,), straight through (TF's V2 gradient)."""
+    y = quantize_and_dequantize(input, input_min, input_max, target=target, **kw)
+    return y, lambda dy: (np.asarray(dy, y.dtype),)
+
+
+def quantize_and_dequantize_v2_vjp(input, input_min, input_max, *, target="cpu", **kw):
+    """(y, vjp) for ``quantize_and_dequantize_v2``: vjp(dy) -> (d_input, d_min, d_max) from V4Grad.
+
+    As in TF, the mask uses the input_min/input_max arguments even when range_given=False.
+    """
+    y = quantize_and_dequantize_v2(input, input_min, input_max, target=target, **kw)
+    axis = _axis_for_op(input, kw.get("axis"))
+
+    def vjp(dy):
+        return tuple(_raw.QuantizeAndDequantizeV4Grad(gradients=dy, input=input, input_min=input_min,
+                                                      input_max=input_max, axis=axis, target=target))
+    return y, vjp
+
+
+def fake_quant_with_min_max_args(inputs, min=-6.0, max=6.0, num_bits=8, narrow_range=False, name=None, *,
+                                 target="cpu"):
+    return _raw.FakeQuantWithMinMaxArgs(inputs=inputs, min=min, max=max, num_bits=num_bits,
+                                        narrow_range=narrow_range, target=target)
+
+
+def fake_quant_with_min_max_args_gradient(gradients, inputs, min=-6.0, max=6.0, num_bits=8, narrow_range=False,
+                                          name=None, *, target="cpu"):
+    return _raw.FakeQuantWithMinMaxArgsGradient(gradients=gradients, inputs=inputs, min=min, max=max,
+                                                num_bits=num_bits, narrow_range=narrow_range, target=target)
+
+
+def fake_quant_with_min_max_vars(inputs, min, max, num_bits=8, narrow_range=False, name=None, *, target="cpu"):
+    return _raw.FakeQuantWithMinMaxVars(inputs=inputs, min=min, max=max, num_bits=num_bits,
+                                        narrow_range=narrow_range, target=target)
+
+
+def fake_quant_with_min_max_vars_gradient(gradients, inputs, min, max, num_bits=8, narrow_range=False, name=None, *,
+                                          target="cpu"):
+    return _raw.FakeQuantWithMinMaxVarsGradient(gradients=gradients, inputs=inputs, min=min, max=max,
+                                                num_bits=num_bits, narrow_range=narrow_range, target=target)
+
+
+def fake_quant_with_min_max_vars_per_channel(inputs, min, max, num_bits=8, narrow_range=False, name=None, *,
+                                             target="cpu"):
+    return _raw.FakeQuantWithMinMaxVarsPerChannel(inputs=inputs, min=min, max=max, num_bits=num_bits,
+                                                  narrow_range=narrow_range, target=target)
+
+
+def fake_quant_with_min_max_vars_per_channel_gradient(gradients, inputs, min, max, num_bits=8, narrow_range=False,
+                                                      name=None, *, target="cpu"):
+    return _raw.FakeQuantWithMinMaxVarsPerChannelGradient(gradients=gradients, inputs=inputs, min=min, max=max,
+                                                          num_bits=num_bits, narrow_range=narrow_range, target=target)
+
+
+def fake_quant_with_min_max_args_vjp(inputs, *, target="cpu", **attrs):
+    """(y, vjp): vjp(dy) -> (d_inputs,) from FakeQuantWithMinMaxArgsGradient."""
+    y = fake_quant_with_min_max_args(inputs, target=target, **attrs)
+    return y, lambda dy: (fake_quant_with_min_max_args_gradient(dy, inputs, target=target, **attrs),)
+
+
+def fake_quant_with_min_max_vars_vjp(inputs, min, max, *, target="cpu", **attrs):
+    """(y, vjp): vjp(dy) -> (d_inputs, d_min, d_max) from FakeQuantWithMinMaxVarsGradient."""
+    y = fake_quant_with_min_max_vars(inputs, min, max, target=target, **attrs)
+    return y, lambda dy: tuple(fake_quant_with_min_max_vars_gradient(dy, inputs, min, max, target=target, **attrs))
+
+
+def fake_quant_with_min_max_vars_per_channel_vjp(inputs, min, max, *, target="cpu", **attrs):
+    """(y, vjp): vjp(dy) -> (d_inputs, d_min, d_max) from FakeQuantWithMinMaxVarsPerChannelGradient."""
+    y = fake_quant_with_min_max_vars_per_channel(inputs, min, max, target=target, **attrs)
+    return y, lambda dy: tuple(fake_quant_with_min_max_vars_per_channel_gradient(dy, inputs, min, max, target=target,
+                                                                                 **attrs))

@@ -1,0 +1,246 @@
+"""``qdqc``: the command line. Argument parsing only; the work is done by the package's jobs.
+
+Every bad input exits with status 2 and one line on stderr (``qdqc: error: ...``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+
+import numpy as np
+
+from . import registry as R
+from .errors import QDQError
+
+DTYPE_ALIASES = {"f32": "float32", "float32": "float32", "f64": "float64", "float64": "float64"}
+
+EXAMPLES = {
+    "ops": "qdqc ops\n  qdqc ops --json",
+    "emit": "qdqc emit FakeQuantWithMinMaxArgs --attr min=-1 --attr max=1 --shape ?x8\n"
+            "  qdqc emit QuantizeAndDequantizeV4 --attr range_given=true --attr axis=1 --shape 4x?x3 --dtype f64",
+    "compile": "qdqc compile FakeQuantWithMinMaxVars --attr num_bits=4 --shape ? --target cpu -o fq.vmfb",
+    "run": "qdqc run FakeQuantWithMinMaxArgs --attr num_bits=4 --input x.npy -o y.npy\n"
+           "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input min.npy --input max.npy --target vmvx",
+    "validate": "qdqc validate\n  qdqc validate --targets cpu,vmvx,vulkan --ops FakeQuantWithMinMaxArgs "
+                "--report r.json --junit r.xml --markdown r.md\n  qdqc validate --shard 1/4",
+    "cache": "qdqc cache info\n  qdqc cache clear",
+    "bench": "qdqc bench --sizes 16,20,24 --json bench.json --plot bench.png",
+    "build": "qdqc build --config examples/qat_bundle.toml --out dist/",
+}
+
+
+def parse_attr_value(op: str, text: str):
+    """'num_bits=4' -> ('num_bits', 4), typed by the registry."""
+    spec = R.get(op)
+    if "=" not in text:
+        raise QDQError(f"--attr {text!r} must look like NAME=VALUE", arg="--attr")
+    name, value = text.split("=", 1)
+    attr = spec.attr_map.get(name)
+    if attr is None:
+        raise QDQError(f"unknown attribute {name!r} for {op}; attributes: {', '.join(spec.attr_map) or 'none'}",
+                       arg="--attr")
+    try:
+        if attr.kind is bool:
+            low = value.lower()
+            if low not in ("true", "false", "1", "0"):
+                raise ValueError
+            return name, low in ("true", "1")
+        if attr.kind is int:
+            return name, int(value)
+        if attr.kind is float:
+            return name, float.fromhex(value) if value.lower().lstrip("-+").startswith("0x") else float(value)
+        return name, value
+    except ValueError:
+        raise QDQError(f"--attr {name}={value!r}: expected a {attr.kind.__name__}", arg=name) from None
+
+
+def _attrs(args) -> dict:
+    return dict(parse_attr_value(args.op, a) for a in (args.attr or []))
+
+
+def _dtype(text: str) -> str:
+    try:
+        return DTYPE_ALIASES[text]
+    except KeyError:
+        raise QDQError(f"--dtype {text!r} is not supported; allowed: f32, f64", arg="--dtype") from None
+
+
+def _config(args):
+    from .config import OpConfig
+    return OpConfig.make(args.op, _attrs(args), _dtype(args.dtype), args.shape, args.target, args.params)
+
+
+# -- commands ----------------------------------------------------------------------------------------
+
+
+def cmd_ops(args):
+    if args.json:
+        out = {name: {"family": s.family, "inputs": list(s.input_names), "outputs": list(s.outputs),
+                      "dtypes": list(s.dtypes),
+                      "attrs": {a.name: {"type": a.kind.__name__, "default": a.default,
+                                         **({"choices": list(a.choices)} if a.choices else {})} for a in s.attrs}}
+               for name, s in R.OPS.items()}
+        print(json.dumps(out, indent=1))
+        return 0
+    for name, s in R.OPS.items():
+        attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.attrs)
+        print(f"{name}\n    inputs:  {', '.join(s.input_names)}\n    outputs: {', '.join(s.outputs)}\n"
+              f"    attrs:   {attrs or '-'}\n    dtypes:  {', '.join(s.dtypes)}\n    {s.doc}")
+    return 0
+
+
+def cmd_emit(args):
+    from .emit import render
+    sys.stdout.write(render(_config(args)))
+    return 0
+
+
+def cmd_compile(args):
+    from .execute import artifact_for
+    art = artifact_for(_config(args))
+    with open(args.output, "wb") as f:
+        f.write(art.vmfb)
+    print(f"wrote {args.output} ({len(art.vmfb)} bytes, function @{args.op}, flags: {' '.join(art.flags)})",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_run(args):
+    from . import raw_ops
+    spec = R.get(args.op)
+    inputs = args.input or []
+    if len(inputs) != len(spec.inputs):
+        raise QDQError(f"{args.op} takes {len(spec.inputs)} inputs ({', '.join(spec.input_names)}), "
+                       f"got {len(inputs)} --input", arg="--input")
+    kwargs = _attrs(args)
+    for inp, path in zip(spec.inputs, inputs):
+        try:
+            kwargs[inp.name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise QDQError(f"--input {path}: cannot read a .npy file ({e})", arg="--input") from None
+    result = getattr(raw_ops, args.op)(**kwargs, target=args.target)
+    outs = result if isinstance(result, tuple) else (result,)
+    if args.output:
+        if len(outs) == 1:
+            np.save(args.output, outs[0])
+        else:
+            np.savez(args.output, **dict(zip(spec.outputs, outs)))
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        with np.printoptions(precision=9, threshold=200):
+            for name, o in zip(spec.outputs, outs):
+                print(f"{name}: {o!r}")
+    return 0
+
+
+def cmd_cache(args):
+    from . import compile as C
+    if args.action == "info":
+        print(json.dumps(C.cache_info(), indent=1))
+    else:
+        print(f"removed {C.cache_clear()} artifacts from {C.cache_dir()}")
+    return 0
+
+
+def cmd_validate(args):
+    from .validate import main as validate_main
+    return validate_main(args)
+
+
+def cmd_bench(args):
+    from .bench import main as bench_main
+    return bench_main(args)
+
+
+def cmd_build(args):
+    from .bundle import main as build_main
+    return build_main(args)
+
+
+# -- parser ------------------------------------------------------------------------------------------
+
+
+def _op_args(p, target_default="cpu"):
+    p.add_argument("op", help="raw op name (see 'qdqc ops')")
+    p.add_argument("--attr", action="append", metavar="NAME=VALUE", help="an attribute (repeatable)")
+    p.add_argument("--dtype", default="f32", help="f32 (default) or f64 (QDQ family only)")
+    p.add_argument("--shape", default="?", help="dims joined by x, '?' = dynamic (default '?'; 'scalar' = rank 0)")
+    p.add_argument("--target", default=target_default, help="cpu (default), cpu-host, vmvx, vulkan, cuda")
+    p.add_argument("--params", default="baked", choices=("baked", "runtime"),
+                   help="numeric attributes as constants (default) or trailing 0-d arguments")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    ap = argparse.ArgumentParser(
+        prog="qdqc", formatter_class=fmt,
+        description="TensorFlow's fake-quantization ops, compiled with IREE, bit-exact with TF 2.21.",
+        epilog="examples:\n  " + "\n  ".join(v.splitlines()[0] for v in EXAMPLES.values()))
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def add(name, help_, func):
+        p = sub.add_parser(name, help=help_, description=help_, formatter_class=fmt,
+                           epilog="examples:\n  " + EXAMPLES[name])
+        p.set_defaults(func=func)
+        return p
+
+    p = add("ops", "list the ops with their inputs, attributes and outputs", cmd_ops)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = add("emit", "print the StableHLO of one op configuration", cmd_emit)
+    _op_args(p)
+    p = add("compile", "compile one op configuration to a .vmfb", cmd_compile)
+    _op_args(p)
+    p.add_argument("-o", "--output", required=True, help="the .vmfb to write")
+    p = add("run", "run an op on .npy inputs (in the op's input order) and print or save the result", cmd_run)
+    p.add_argument("op")
+    p.add_argument("--attr", action="append", metavar="NAME=VALUE")
+    p.add_argument("--input", action="append", metavar="FILE.npy", help="one per op input, in order")
+    p.add_argument("--target", default="cpu", help="a target, or 'oracle' for the NumPy reference")
+    p.add_argument("-o", "--output", help=".npy (one output) or .npz (several) to write")
+    p = add("validate", "compare every target with the oracle over a matrix of configurations", cmd_validate)
+    p.add_argument("--ops", help="comma-separated op names (default: all)")
+    p.add_argument("--targets", help="comma-separated targets (default: cpu and every other available one)")
+    p.add_argument("--dtypes", help="comma-separated: f32,f64 (default: both where the op allows)")
+    p.add_argument("--sizes", help="comma-separated element counts of the random inputs (default 1000,70000)")
+    p.add_argument("--report", help="write the JSON report here")
+    p.add_argument("--junit", help="write a JUnit XML report here")
+    p.add_argument("--markdown", help="write a Markdown table here")
+    p.add_argument("--shard", help="i/n: run the i-th of n slices of the matrix (1-based)")
+    p.add_argument("--jobs", type=int, default=0, help="parallel compiles (default: number of cores)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = add("cache", "inspect or clear the artifact cache", cmd_cache)
+    p.add_argument("action", choices=("info", "clear"))
+    p = add("bench", "measure throughput against a memory copy, NumPy and TF (if installed)", cmd_bench)
+    p.add_argument("--ops", help="comma-separated op names (default: one per family)")
+    p.add_argument("--targets", default="cpu")
+    p.add_argument("--sizes", default="10,14,18,22,24", help="log2 element counts (2^10..2^26)")
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--json", help="write results as JSON")
+    p.add_argument("--plot", help="write a PNG plot (needs matplotlib)")
+    p = add("build", "build a deployment bundle from a TOML/JSON config", cmd_build)
+    p.add_argument("--config", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--targets", help="override the config's targets")
+    p.add_argument("--target-cpu", default=None, help="'host' or an LLVM CPU name for a tuned cpu build")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except QDQError as e:
+        msg = " ".join(str(e).split("\n")[0].split()) if not getattr(e, "mlir", "") else str(e).split("\n")[0]
+        print(f"qdqc: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
