@@ -15,9 +15,15 @@ from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gra
 __version__ = "0.1.0"
 
 __all__ = ["QDQError", "QDQTypeError", "CompileError", "TargetUnavailableError", "BundleError",
-           "registry", "oracle", "raw_ops", "__version__",
+           "registry", "oracle", "raw_ops", "load_bundle", "__version__",
            "quantize_and_dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_vjp",
            "quantize_and_dequantize_v2_vjp", "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",
            "fake_quant_with_min_max_args_vjp", "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_gradient",
            "fake_quant_with_min_max_vars_vjp", "fake_quant_with_min_max_vars_per_channel",
            "fake_quant_with_min_max_vars_per_channel_gradient", "fake_quant_with_min_max_vars_per_channel_vjp"]
+
+
+def load_bundle(path, target=None, **kwargs):
+    """Load and verify a deployment bundle (see ``qdq_compiler.bundle``)."""
+    from .bundle import load_bundle as _load
+    return _load(path, target=target, **kwargs)
