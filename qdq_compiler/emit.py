@@ -36,9 +36,13 @@ _TEMPLATE_OF_FAMILY = {
 
 @functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                              autoescape=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters["extract"] = lambda i, seq: seq[i]
+    env.filters["dimstr"] = lambda d: "?" if d is None else str(d)
+    env.tests["none"] = lambda v: v is None
+    return env
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ class RenderContext:
         self.ttype = self.tensor_type(self.T)
         self.ptype = self.param_type(self.T)
         self.reduce_dims = [d for d in range(self.rank) if d != self.axis]
+        self.reduce_dims_static = all(self.dims[d] is not None for d in self.reduce_dims)
         self.range_given = attrs.get("range_given", spec.range_from != "data")
         self.half_up = attrs.get("round_mode") == "HALF_UP"
         self.signed = attrs.get("signed_input", True)
@@ -132,6 +137,27 @@ class RenderContext:
         np_t = {"f32": np.float32, "f64": np.float64}[etype]
         b = int(bits(np.asarray(value, np_t)))
         return f"0x{b:0{np.dtype(np_t).itemsize * 2}X}"
+
+    def reduce_window(self, budget: int = 4096) -> list[int]:
+        """Window sizes for a two-stage reduction: 1 on the channel, about budget^(1/r) on each reduced dim."""
+        r = len(self.reduce_dims)
+        per = max(int(round(budget ** (1.0 / r))), 2) if r else 1
+        while r and per ** r > budget:
+            per -= 1
+        # A window wider than a static dimension trips IREE's reduce_window lowering: clip it.
+        return [1 if d == self.axis else max(1, min(per, self.dims[d])) if self.dims[d] is not None else per
+                for d in range(self.rank)]
+
+    def window_padding(self, window: list[int]) -> list[int]:
+        """High padding per dimension: exact for static dims, w - 1 (enough for any size) for dynamic ones."""
+        return [(-d) % w if d is not None else w - 1 for d, w in zip(self.dims, window)]
+
+    def partial_type(self, window: list[int]) -> str:
+        """The result type of the first stage: ceil(n / w) per reduced dimension."""
+        dims = []
+        for d, w in zip(self.dims, window):
+            dims.append("?" if d is None else str(-(-d // w) if d else 0))
+        return "tensor<" + "".join(x + "x" for x in dims) + self.T + ">"
 
     def sign_mask(self, itype: str) -> str:
         """The sign bit of a float of the integer width ``itype``, as a signed decimal literal."""

@@ -96,6 +96,7 @@ def run(call: Call, target: str = "cpu", static: bool = False) -> tuple[np.ndarr
         from .oracle import compute
         return compute(call)
     shape, override, view = _shape_plan(call)
+    static = static or _needs_static_reduction(call, t, view)
     if static:
         shape = "x".join(str(d) for d in view(call.data).shape) or "scalar"
     cfg = _runtime_config(call, target, shape, override)
@@ -114,6 +115,24 @@ def run(call: Call, target: str = "cpu", static: bool = False) -> tuple[np.ndarr
         mn = call.arrays[spec.input("min").name]
         result += [o.reshape(mn.shape) for o in outs[1:]]
     return tuple(result)
+
+
+def _needs_static_reduction(call: Call, t, view) -> bool:
+    """A reduction longer than the target's dynamic limit (lavapipe's loop cap): compile the exact shape,
+    whose reductions are split into bounded stages (macros.mlir.j2, reduce_two_stage)."""
+    limit = t.limits.get("dynamic_reduce_max")
+    if not limit:
+        return False
+    spec = call.spec
+    reduces = (spec.family == "qdq" and not call.attrs.get("range_given", True)) or bool(spec.sum_outputs)
+    if not reduces:
+        return False
+    data = view(call.data)
+    axis = call.per_channel_axis()
+    channels = data.shape[{None: None}.get(axis, 1)] if axis is not None and data.ndim > 1 else 1
+    if spec.per_channel_last:
+        channels = data.shape[-1]
+    return data.size // max(channels, 1) > limit
 
 
 def run_config(call: Call, target: str, static: bool = False) -> tuple[np.ndarray, ...]:
