@@ -132,6 +132,8 @@ def random_calls(entry: MatrixEntry, size: int, seed: int) -> list[dict]:
             else:
                 xi = _special(rng, xi, 2.0 / 255)
             kw = {"input": xi, "input_min": lo, "input_max": hi}
+            if spec.range_from == "attr":  # V1: the range is a pair of float attributes
+                kw.update(input_min=float(np.float32(lo)), input_max=float(np.float32(hi)))
             if spec.family == R.QDQ_GRAD:
                 kw["gradients"] = rng.integers(-8, 9, shape).astype(dt)
                 kw["axis"] = axis
@@ -224,6 +226,8 @@ class Cell:
         return self.status in ("exact", "skipped")
 
     def short(self) -> str:
+        if self.status == "skipped" and self.detail.startswith("compiled"):
+            return "compiled"
         return {"exact": "exact", "ulp": f"ulp {self.max_ulp}", "error": "ERROR",
                 "skipped": "skipped"}[self.status]
 
@@ -242,7 +246,7 @@ def _canonical_kwargs(entry: MatrixEntry, kw: dict) -> dict:
     return kw
 
 
-def run_cell(entry: MatrixEntry, target: str, sizes, seed: int) -> Cell:
+def run_cell(entry: MatrixEntry, target: str, sizes, seed: int, goldens: bool = True) -> Cell:
     """Compile ``entry`` for ``target`` and compare every call with the oracle."""
     from .execute import run_config
     from .oracle import compute
@@ -252,7 +256,7 @@ def run_cell(entry: MatrixEntry, target: str, sizes, seed: int) -> Cell:
     if entry.dtype not in t.dtypes:
         return Cell(entry.name, target, "skipped", f"{target} has no {entry.dtype}")
     # Static configurations are compiled for one shape (the largest size): random inputs only.
-    calls = [] if entry.static else [_canonical_kwargs(entry, kw) for kw in golden_calls(entry)]
+    calls = [] if entry.static or not goldens else [_canonical_kwargs(entry, kw) for kw in golden_calls(entry)]
     for i, size in enumerate(sizes):
         if entry.static and size != max(sizes):
             continue
@@ -326,18 +330,22 @@ def precompile(entries, targets, sizes, jobs: int, progress: bool):
     return errors
 
 
-def select_targets(text: str | None) -> tuple[list[str], dict[str, str]]:
-    """The targets to run, and those skipped with their reasons."""
-    names = text.split(",") if text else ["cpu"] + [n for n in T.TARGETS if n not in ("cpu", "cpu-host")]
-    run, skipped = [], {}
+def select_targets(text: str | None) -> tuple[list[str], dict[str, str], list[str]]:
+    """The targets to run, those skipped with their reasons, and the skipped ones named explicitly
+    (these are still compiled, so a missing device does not hide a compile failure)."""
+    names = [n.strip() for n in text.split(",")] if text else \
+        ["cpu"] + [n for n in T.TARGETS if n not in ("cpu", "cpu-host")]
+    run, skipped, compile_only = [], {}, []
     for n in names:
-        t = T.get(n.strip())
+        t = T.get(n)
         ok, why = t.availability()
         if ok:
             run.append(t.name)
         else:
             skipped[t.name] = why
-    return run, skipped
+            if text:
+                compile_only.append(t.name)
+    return run, skipped, compile_only
 
 
 def format_table(cells: list[Cell], targets: list[str]) -> str:
@@ -403,7 +411,7 @@ def main(args) -> int:
             raise QDQError(f"--sizes {args.sizes!r}: expected comma-separated element counts", arg="--sizes") from None
         if any(s < 1 for s in sizes):
             raise QDQError("--sizes must be positive element counts", arg="--sizes")
-    targets, skipped = select_targets(args.targets)
+    targets, skipped, compile_only = select_targets(args.targets)
     entries = build_matrix(ops, dtypes)
     if args.shard:
         try:
@@ -414,9 +422,15 @@ def main(args) -> int:
         entries = entries[i - 1::n]
     progress = not args.no_progress and sys.stderr.isatty()
     jobs = args.jobs or os.cpu_count() or 1
-    compile_errors = precompile(entries, targets, sizes, jobs, progress)
+    compile_errors = precompile(entries, targets + compile_only, sizes, jobs, progress)
     cells = []
-    total = len(entries) * len(targets)
+    for t in compile_only:  # compiled, not run: the report says so per configuration
+        for e in entries:
+            if (e.name, t) in compile_errors:
+                cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
+            elif e.dtype in T.get(t).dtypes:
+                cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
+    total = len(cells) + len(entries) * len(targets)
     for e in entries:
         for t in targets:
             if (e.name, t) in compile_errors:
@@ -429,12 +443,13 @@ def main(args) -> int:
     bad = [c for c in cells if not c.ok]
     elapsed = time.perf_counter() - t0
     text = (f"{len(cells) - len(bad)} of {len(cells)} cells exact ({len(entries)} configurations x "
-            f"{len(targets)} targets: {', '.join(targets)}; sizes {', '.join(map(str, sizes))}); {elapsed:.1f} s")
+            f"{len(targets)} targets: {', '.join(targets)}; sizes {', '.join(map(str, sizes))}"
+            + (f"; compiled only: {', '.join(compile_only)}" if compile_only else "") + f"); {elapsed:.1f} s")
     summary = {"compiler": compiler_version(), "targets": targets, "skipped_targets": skipped,
                "configurations": len(entries), "cells": len(cells), "exact": len(cells) - len(bad),
                "failed": len(bad), "seconds": round(elapsed, 2), "text": text,
                "known_deviations": {n: T.get(n).deviation for n in targets if T.get(n).deviation}}
-    print(format_table(cells, targets))
+    print(format_table(cells, targets + compile_only))
     for c in bad:
         print(f"MISMATCH {c.target} {c.entry}: {c.detail}")
     print(text)
@@ -446,5 +461,5 @@ def main(args) -> int:
             f.write(junit(cells, skipped))
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(markdown(cells, targets, skipped, summary))
+            f.write(markdown(cells, targets + compile_only, skipped, summary))
     return 1 if bad else 0

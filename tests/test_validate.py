@@ -1,0 +1,79 @@
+"""`qdqc validate`: the report formats, mismatch detection, sharding, and CUDA compiling everything."""
+import json
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from qdq_compiler import cli, oracle
+from qdq_compiler import validate as V
+from qdq_compiler.execute import artifact_for, config_for_entry
+
+
+def _run(tmp_path, *extra):
+    paths = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "md")}
+    rc = cli.main(["validate", "--no-progress", "--report", str(paths["json"]), "--junit", str(paths["xml"]),
+                   "--markdown", str(paths["md"]), *extra])
+    return rc, json.loads(paths["json"].read_text()), ET.parse(paths["xml"]).getroot(), paths["md"].read_text()
+
+
+def test_reports_agree_and_are_well_formed(tmp_path, capsys):
+    rc, report, junit, md = _run(tmp_path, "--targets", "cpu,vmvx", "--ops", "FakeQuantWithMinMaxArgs",
+                                 "--sizes", "300")
+    assert rc == 0
+    entries = V.build_matrix(["FakeQuantWithMinMaxArgs"])
+    assert report["summary"]["cells"] == len(entries) * 2 == len(report["cells"])
+    assert report["summary"]["failed"] == 0
+    assert {c["status"] for c in report["cells"]} == {"exact"}
+    assert all(c["cases"] > 0 for c in report["cells"])
+    assert junit.tag == "testsuite" and int(junit.get("tests")) == len(entries) * 2
+    assert int(junit.get("failures")) == 0 and len(junit.findall("testcase")) == len(entries) * 2
+    assert "| configuration | cpu | vmvx |" in md
+    for e in entries:
+        assert f"`{e.name}`" in md
+    out = capsys.readouterr().out
+    assert "cells exact" in out and "FakeQuantWithMinMaxArgs[]:f32:dynamic" in out
+
+
+def test_a_mismatch_fails_the_run(tmp_path, monkeypatch):
+    real = oracle.compute
+
+    def off_by_one_ulp(call):
+        outs = real(call)
+        first = outs[0].copy()
+        if first.size:
+            first.reshape(-1).view(np.uint32)[0] ^= 1
+        return (first,) + outs[1:]
+
+    monkeypatch.setattr(oracle, "compute", off_by_one_ulp)
+    rc, report, junit, md = _run(tmp_path, "--targets", "cpu", "--ops", "FakeQuantWithMinMaxVars", "--sizes", "64")
+    assert rc == 1
+    assert report["summary"]["failed"] == report["summary"]["cells"] > 0
+    assert all(c["status"] == "ulp" and c["max_ulp"] >= 1 for c in report["cells"])
+    assert int(junit.get("failures")) == report["summary"]["cells"]
+    assert "ulp" in md
+
+
+def test_shards_partition_the_matrix():
+    full = V.build_matrix()
+    shards = [full[i - 1::4] for i in range(1, 5)]
+    assert sorted(e.name for s in shards for e in s) == sorted(e.name for e in full)
+    assert len({e.name for e in full}) == len(full)
+
+
+def test_bad_shard_and_sizes_are_clear_errors(capsys):
+    assert cli.main(["validate", "--shard", "5/4"]) == 2
+    assert "--shard" in capsys.readouterr().err
+    assert cli.main(["validate", "--sizes", "ten"]) == 2
+    assert "--sizes" in capsys.readouterr().err
+
+
+def test_cuda_compiles_every_configuration():
+    """No GPU here: CUDA is compiled for the whole matrix (dynamic, and static at one size)."""
+    entries = V.build_matrix()
+    work = [config_for_entry(e, "cuda", V._shape_for(e, 4096) if e.static else None) for e in entries]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        arts = list(pool.map(artifact_for, work))
+    assert len(arts) == len(entries)
+    assert all(a.vmfb[:16] and len(a.vmfb) > 1000 for a in arts)
