@@ -225,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--targets", help="override the config's targets")
-    p.add_argument("--target-cpu", default=None, help="'host' or an LLVM CPU name for a tuned cpu build")
+    p.add_argument("--target-cpu", default=None,
+                   help="'host' or an LLVM CPU name (haswell, x86-64-v3, znver4...) for a tuned cpu build with FMA "
+                        "off (bit-exact); append ',+fma' to keep FMA/AVX-512 (faster, recorded bit_exact: false)")
     return ap
 
 
