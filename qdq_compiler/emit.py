@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 
 from . import registry as R
@@ -35,7 +34,8 @@ _TEMPLATE_OF_FAMILY = {
 
 
 @functools.lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
+def _env():
+    import jinja2  # imported on first render only: a cached artifact loads without it
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              autoescape=False)
