@@ -10,7 +10,7 @@ from qdq_compiler import validate as V
 
 from targets_util import RUN_TARGETS, require
 
-ENTRIES = [e for e in V.build_matrix() if not e.static or e.dtype == "float32"]
+ENTRIES = V.build_matrix()
 
 
 @pytest.mark.parametrize("target", RUN_TARGETS)
