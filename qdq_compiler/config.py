@@ -101,36 +101,29 @@ class OpConfig:
         return STRUCTURAL_V3 if self.spec.num_bits_input else STRUCTURAL
 
     def check_static(self):
-        """Checks that need only the config (rank, axis, attribute ranges), before any compile."""
-        from .validation import _Checker
+        """Validate the config with the same checks as a call (validation.bind), on stand-in arrays of
+        its shape (a dynamic dim counts as 1): attribute ranges, axis against rank, PerChannel rank."""
         import numpy as np
-        from .validation import _CHECKS
-        spec, c = self.spec, _Checker(self.spec)
-        a = self.attr
-        if spec.has_axis and a["axis"] >= 0 and a["axis"] >= self.rank:
-            c.fail(f"axis={a['axis']} is out of range for rank {self.rank}; allowed -1 or 0..{self.rank - 1}", "axis")
-        if spec.has_axis and a["axis"] < -1:
-            c.fail(f"axis={a['axis']} is not allowed; allowed: -1 (per-tensor) or 0..{self.rank - 1}", "axis",
-                   tf=f"Axis must be at least -1. Found {a['axis']}")
-        if spec.per_channel_last and self.rank == 0:
-            c.fail("inputs must have rank >= 1 (the channel is the last dimension)", "shape",
-                   tf="Shape must be at least rank 1 but is rank 0")
-        # Run the attribute checks of the family on a tiny stand-in call.
-        if "num_bits" in a:
-            if spec.family in (R.QDQ,):
-                limit = 61 if a["signed_input"] else 62
-                if not 0 < a["num_bits"] <= limit:
-                    c.fail(f"num_bits={a['num_bits']} is out of range; allowed 1..{limit} when "
-                           f"signed_input={a['signed_input']}", "num_bits",
-                           tf=f"num_bits is out of range: {a['num_bits']} with signed_input_ {int(a['signed_input'])}")
-            elif not 2 <= a["num_bits"] <= 16:
-                c.fail(f"num_bits={a['num_bits']} is out of range; allowed 2..16", "num_bits",
-                       tf="num_bits must be between 2 and 16, inclusive")
-        if spec.range_from == "attr" and spec.family in (R.FAKE_QUANT, R.FAKE_QUANT_GRAD):
-            if not a["min"] < a["max"]:
-                c.fail(f"min={a['min']:g} must be smaller than max={a['max']:g}", "min",
-                       tf=f"min has to be smaller than max, was: {a['min']:g} >= {a['max']:g}")
-        del np, _CHECKS
+        from .validation import bind
+        spec, a = self.spec, self.attr
+        dims = tuple(1 if d is None else d for d in self.shape)
+        if spec.per_channel_last and dims:
+            axis = len(dims) - 1
+        elif spec.has_axis and 0 <= a["axis"] < len(dims):
+            axis = a["axis"]
+        else:
+            axis = None
+        pshape = () if axis is None else (dims[axis],)
+        dt = np.dtype(self.dtype)
+        kwargs = {}
+        for inp in spec.inputs:
+            if inp.role in ("data", "grad"):
+                kwargs[inp.name] = np.zeros(dims, dt)
+            elif inp.role == "num_bits":
+                kwargs[inp.name] = np.int32(8)
+            else:
+                kwargs[inp.name] = np.full(pshape, -1.0 if inp.role == "min" else 1.0, dt)
+        bind(self.op, {**kwargs, **{k: v for k, v in a.items()}})
 
     def key(self) -> dict:
         """A JSON-able identity (what the cache hashes, with the rendered text and flags)."""
