@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import raw_ops as _raw
-from .errors import QDQError
+from .errors import QDQError, QDQTypeError
 
 
 def _axis_for_op(input, axis):
@@ -17,7 +17,7 @@ def _axis_for_op(input, axis):
     if axis is None:
         return -1
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise QDQError(f"axis={axis!r} must be an int or None", arg="axis")
+        raise QDQTypeError(f"axis={axis!r} must be an int or None", arg="axis")
     axis = int(axis)
     if axis < 0:
         ndim = np.ndim(input)
@@ -51,7 +51,20 @@ def quantize_and_dequantize_v2(input, input_min, input_max, signed_input=True, n
 def quantize_and_dequantize_vjp(input, input_min, input_max, *, target="cpu", **kw):
     """(y, vjp) for ``quantize_and_dequantize``: vjp(dy) -> (dy,), straight through (TF's V2 gradient)."""
     y = quantize_and_dequantize(input, input_min, input_max, target=target, **kw)
-    return y, lambda dy: (np.asarray(dy, y.dtype),)
+
+    def vjp(dy):
+        if isinstance(dy, (str, bytes)) or dy is None:
+            raise QDQTypeError(f"dy={dy!r} must be an array of {y.dtype}", arg="dy")
+        try:
+            g = np.asarray(dy)
+        except (TypeError, ValueError) as e:
+            raise QDQTypeError(f"dy cannot be converted to an array of {y.dtype}: {e}", arg="dy") from None
+        if g.dtype.kind not in "fiu":
+            raise QDQTypeError(f"dy has element type {g.dtype}; expected {y.dtype}", arg="dy")
+        if g.shape != y.shape:
+            raise QDQError(f"dy has shape {list(g.shape)} but the output has shape {list(y.shape)}", arg="dy")
+        return (g.astype(y.dtype),)
+    return y, vjp
 
 
 def quantize_and_dequantize_v2_vjp(input, input_min, input_max, *, target="cpu", **kw):

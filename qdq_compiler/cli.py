@@ -53,7 +53,7 @@ def parse_attr_value(op: str, text: str):
             return name, float.fromhex(value) if value.lower().lstrip("-+").startswith("0x") else float(value)
         return name, value
     except ValueError:
-        raise QDQError(f"--attr {name}={value!r}: expected a {attr.kind.__name__}", arg=name) from None
+        raise QDQError(f"--attr {name}={value!r}: expected {dict(bool='a bool (true/false)', int='an int', float='a float').get(attr.kind.__name__, 'a string')}", arg=name) from None
 
 
 def _attrs(args) -> dict:
@@ -172,13 +172,20 @@ def _op_args(p, target_default="cpu"):
                    help="numeric attributes as constants (default) or trailing 0-d arguments")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit status 2 (like every other bad input)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="qdqc", formatter_class=fmt,
         description="TensorFlow's fake-quantization ops, compiled with IREE, bit-exact with TF 2.21.",
         epilog="examples:\n  " + "\n  ".join(v.splitlines()[0] for v in EXAMPLES.values()))
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     def add(name, help_, func):
@@ -239,6 +246,9 @@ def main(argv=None) -> int:
     except QDQError as e:
         msg = " ".join(str(e).split("\n")[0].split()) if not getattr(e, "mlir", "") else str(e).split("\n")[0]
         print(f"qdqc: error: {msg}", file=sys.stderr)
+        return 2
+    except OSError as e:  # an unwritable -o, a missing config file
+        print(f"qdqc: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -2,21 +2,40 @@
 
 The key is a SHA-256 of the rendered MLIR, the flags and the compiler version. Artifacts are written
 atomically (temp file + rename), each with a sidecar holding its own SHA-256, and verified on every
-load: a truncated or corrupted file is rebuilt, never loaded. Safe across processes: concurrent
-compiles of one key each write their own temp file and the last rename wins with identical bytes.
+load: a truncated or corrupted file is rebuilt, never loaded. Safe across processes: a compile of one
+key holds an exclusive lock (``<key>.lock``, ``flock``) while it compiles and writes, so concurrent
+processes wait for the first one and then load its verified artifact; where locking is not possible
+each process writes its own temp file and the last rename wins with identical bytes.
+
+iree-compile runs in its own process group with a timeout (``QDQ_COMPILE_TIMEOUT``, seconds, default
+300); a failure, a crash or a hang becomes a ``CompileError`` keeping the rendered MLIR (``.mlir``)
+and the exact command (``.command``) for a bug report.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
+import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from .errors import CompileError, QDQError
 
 DEFAULT_TIMEOUT_S = 300
+TIMEOUT_ENV = "QDQ_COMPILE_TIMEOUT"
+CACHE_ENV = "QDQ_CACHE_DIR"
+# The only names the cache writes (and so the only ones ``cache_clear`` removes): <sha256>.vmfb,
+# <sha256>.json, <sha256>.lock and the temp files of an interrupted write, <sha256>.{vmfb,json}.*.tmp;
+# in its ``index/`` subdirectory (execute.py's config -> key index), <sha256>.key and their temp files.
+_CACHE_FILE = re.compile(r"^[0-9a-f]{64}\.(vmfb|json|lock|(vmfb|json)\..+\.tmp)$")
+_INDEX_DIR = "index"
+_INDEX_FILE = re.compile(r"^[0-9a-f]{64}\.key(\..+\.tmp)?$")
+_MAX_STDERR_LINES = 200
 
 
 def compiler_version() -> str:
@@ -31,9 +50,9 @@ def iree_compile_path() -> str:
 
 def cache_dir() -> Path:
     """QDQ_CACHE_DIR, else $XDG_CACHE_HOME/qdq_compiler, else ~/.cache/qdq_compiler."""
-    env = os.environ.get("QDQ_CACHE_DIR")
+    env = os.environ.get(CACHE_ENV)
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "qdq_compiler"
 
@@ -48,20 +67,76 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def compile_timeout() -> float:
+    """The compile timeout in seconds: QDQ_COMPILE_TIMEOUT, else 300. A bad value is a QDQError."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return float(DEFAULT_TIMEOUT_S)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise QDQError(f"{TIMEOUT_ENV}={text!r} must be a positive number of seconds (default {DEFAULT_TIMEOUT_S})",
+                       arg=TIMEOUT_ENV)
+    return value
+
+
+def _command_text(cmd: list[str]) -> str:
+    import shlex
+    return " ".join(shlex.quote(c) for c in cmd) + " < module.mlir"
+
+
+def _kill_group(proc: subprocess.Popen):
+    """Kill iree-compile and anything it started (it runs in its own session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
 def compile_mlir(mlir: str, flags: tuple[str, ...], *, what: str = "module", timeout_s: float | None = None) -> bytes:
     """Run iree-compile on ``mlir``; a failure or a hang becomes a CompileError with the text and command."""
-    cmd = [iree_compile_path(), "-", "-o", "-", *flags]
-    timeout_s = timeout_s or float(os.environ.get("QDQ_COMPILE_TIMEOUT", DEFAULT_TIMEOUT_S))
+    if timeout_s is None:
+        timeout_s = compile_timeout()
+    elif not timeout_s > 0:
+        raise QDQError(f"timeout_s={timeout_s!r} must be a positive number of seconds", arg="timeout_s")
     try:
-        proc = subprocess.run(cmd, input=mlir.encode(), capture_output=True, timeout=timeout_s)
+        tool = iree_compile_path()
+    except Exception as e:  # no iree-compile installed (find_tool raises its own error types)
+        raise CompileError(f"cannot find iree-compile to compile {what}: {e}", mlir=mlir,
+                           command=["iree-compile", "-", "-o", "-", *flags]) from None
+    cmd = [tool, "-", "-o", "-", *flags]
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as e:
+        raise CompileError(f"cannot run iree-compile ({e.strerror or e}) to compile {what}; command: "
+                           f"{_command_text(cmd)}", mlir=mlir, command=cmd) from None
+    try:
+        out, err = proc.communicate(mlir.encode(), timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        raise CompileError(f"iree-compile timed out after {timeout_s:g} s compiling {what}; command: "
-                           f"{' '.join(cmd)}", mlir=mlir, command=cmd) from None
-    if proc.returncode != 0 or not proc.stdout:
-        err = proc.stderr.decode(errors="replace").strip()
-        raise CompileError(f"iree-compile failed for {what} (exit {proc.returncode}):\n{err}\n"
-                           f"command: {' '.join(cmd)} < module.mlir", mlir=mlir, command=cmd)
-    return proc.stdout
+        _kill_group(proc)
+        with contextlib.suppress(Exception):
+            proc.communicate(timeout=10)
+        raise CompileError(f"iree-compile timed out after {timeout_s:g} s compiling {what} (set {TIMEOUT_ENV} to "
+                           f"allow longer); command: {_command_text(cmd)}", mlir=mlir, command=cmd) from None
+    except BaseException:  # KeyboardInterrupt and the like: leave no compiler behind
+        _kill_group(proc)
+        with contextlib.suppress(Exception):
+            proc.communicate(timeout=10)
+        raise
+    if proc.returncode != 0 or not out:
+        lines = err.decode(errors="replace").strip().splitlines()
+        if len(lines) > _MAX_STDERR_LINES:
+            lines = lines[:_MAX_STDERR_LINES] + [f"... ({len(lines) - _MAX_STDERR_LINES} more lines)"]
+        how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
+               else f"exit {proc.returncode}" if proc.returncode else "exit 0 but wrote no module")
+        body = "\n".join(lines) or "(no diagnostics)"
+        raise CompileError(f"iree-compile failed for {what} ({how}):\n{body}\ncommand: {_command_text(cmd)}",
+                           mlir=mlir, command=cmd)
+    return out
 
 
 def _atomic_write(path: Path, data: bytes):
@@ -71,66 +146,126 @@ def _atomic_write(path: Path, data: bytes):
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shared cache is readable like any other file
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
 def _read_verified(vmfb: Path, meta: Path) -> bytes | None:
+    """The artifact's bytes if they hash to its sidecar's SHA-256; None if missing, truncated or corrupted."""
     try:
         want = json.loads(meta.read_text())["sha256"]
         data = vmfb.read_bytes()
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
-    return data if sha256_bytes(data) == want else None
+    return data if isinstance(want, str) and sha256_bytes(data) == want else None
+
+
+@contextlib.contextmanager
+def _key_lock(d: Path, key: str):
+    """An exclusive inter-process lock for one key; yields False (no lock) where one cannot be taken."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (not POSIX)
+        yield False
+        return
+    try:
+        fd = os.open(d / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = True
+        except OSError:  # e.g. a file system without flock
+            locked = False
+        yield locked
+    finally:
+        os.close(fd)  # releases the lock
+
+
+_warned: set[str] = set()
+
+
+def _warn_unwritable(d: Path, e: OSError):
+    if str(d) in _warned:
+        return
+    _warned.add(str(d))
+    print(f"qdq_compiler: warning: cache dir {d} is not writable ({e.strerror or e}); compiling in memory "
+          f"(set {CACHE_ENV} to a writable directory)", file=sys.stderr)
 
 
 def cached_compile(mlir: str, flags: tuple[str, ...], *, what: str = "module", info: dict | None = None) -> tuple[Path | None, bytes]:
     """The .vmfb bytes for (mlir, flags): from the cache when a verified copy exists, else compiled.
 
     Returns (path or None if the cache is unusable, bytes). An unwritable cache dir falls back to
-    compiling in memory, with a warning on stderr.
+    compiling in memory, with a warning on stderr (once per directory and process).
     """
     key = cache_key(mlir, flags)
     d = cache_dir()
     vmfb, meta = d / f"{key}.vmfb", d / f"{key}.json"
-    if vmfb.exists():
+    data = _read_verified(vmfb, meta)
+    if data is not None:
+        return vmfb, data
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        _warn_unwritable(d, e)
+        return None, compile_mlir(mlir, flags, what=what)
+    with _key_lock(d, key):
+        # Another process may have built it while this one waited for the lock.
         data = _read_verified(vmfb, meta)
         if data is not None:
             return vmfb, data
-    data = compile_mlir(mlir, flags, what=what)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        _atomic_write(vmfb, data)
-        record = {"sha256": sha256_bytes(data), "flags": list(flags), "compiler": compiler_version(),
-                  "what": what, **(info or {})}
-        _atomic_write(meta, json.dumps(record, sort_keys=True, indent=1).encode())
-    except OSError as e:
-        import sys
-        print(f"qdq_compiler: warning: cache dir {d} is not writable ({e.strerror}); "
-              f"compiled in memory (set QDQ_CACHE_DIR)", file=sys.stderr)
-        return None, data
+        data = compile_mlir(mlir, flags, what=what)
+        try:
+            # The sidecar goes first: a reader that sees the new .vmfb also sees its hash, and a crash
+            # between the two writes leaves a pair that fails verification and is rebuilt.
+            record = {"sha256": sha256_bytes(data), "bytes": len(data), "flags": list(flags),
+                      "compiler": compiler_version(), "what": what, **(info or {})}
+            _atomic_write(meta, json.dumps(record, sort_keys=True, indent=1, default=str).encode())
+            _atomic_write(vmfb, data)
+        except OSError as e:
+            _warn_unwritable(d, e)
+            return None, data
     return vmfb, data
 
 
+def _cache_files(d: Path, pattern=_CACHE_FILE) -> list[Path]:
+    try:
+        return [f for f in d.iterdir() if pattern.match(f.name) and f.is_file()]
+    except OSError:
+        return []
+
+
 def cache_info() -> dict:
+    """The cache dir, how many artifacts it holds and their size in bytes."""
     d = cache_dir()
-    files = list(d.glob("*.vmfb")) if d.is_dir() else []
-    return {"dir": str(d), "artifacts": len(files), "bytes": sum(f.stat().st_size for f in files)}
+    files = [f for f in _cache_files(d) if f.suffix == ".vmfb"]
+    size = 0
+    for f in files:
+        with contextlib.suppress(OSError):
+            size += f.stat().st_size
+    return {"dir": str(d), "artifacts": len(files), "bytes": size}
 
 
 def cache_clear() -> int:
+    """Remove the cache's own files (and nothing else) from the cache dir; returns how many artifacts."""
     d = cache_dir()
     n = 0
-    if d.is_dir():
-        for f in list(d.glob("*.vmfb")) + list(d.glob("*.json")) + list(d.glob("*.tmp")):
-            try:
-                f.unlink()
-                n += f.suffix == ".vmfb"
-            except OSError as e:
-                raise QDQError(f"cannot clear cache file {f}: {e.strerror}", arg="cache") from None
+    index = d / _INDEX_DIR
+    for f in _cache_files(index, _INDEX_FILE) + _cache_files(d):
+        try:
+            f.unlink()
+        except FileNotFoundError:  # removed concurrently
+            continue
+        except OSError as e:
+            raise QDQError(f"cannot clear cache file {f}: {e.strerror or e}", arg="cache") from None
+        n += f.suffix == ".vmfb"
+    with contextlib.suppress(OSError):  # only if empty: nothing but our own files is ever removed
+        index.rmdir()
     return n

@@ -77,6 +77,8 @@ class OpConfig:
         full = {a.name: _check_attr(c, a, attrs.get(a.name, a.default)) for a in spec.attrs}
         if dtype not in spec.dtypes:
             c.fail(f"dtype {dtype!r} is not supported; allowed: {', '.join(spec.dtypes)}", "dtype")
+        from . import targets as _targets
+        _targets.get(target)  # an unknown target is a QDQError listing the known ones
         if params not in PARAM_MODES:
             c.fail(f"params={params!r}; allowed: {', '.join(PARAM_MODES)}", "params")
         shape = parse_shape(shape)

@@ -87,7 +87,12 @@ def _check_attr(c: _Checker, attr: R.Attr, value):
     if attr.kind is float:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             c.fail(f"attribute {name}={value!r} must be a float", name, cls=QDQTypeError)
-        return float(np.float32(value))  # TF float attrs are proto floats: rounded to float32
+        try:
+            with np.errstate(over="ignore"):  # beyond float32: ±inf, as TF's proto float
+                return float(np.float32(value))  # TF float attrs are proto floats: rounded to float32
+        except (OverflowError, ValueError, TypeError) as e:  # an int beyond any float
+            text = repr(value) if len(repr(value)) <= 40 else repr(value)[:20] + f"...({len(repr(value))} digits)"
+            c.fail(f"attribute {name}={text} cannot be converted to a float ({e})", name)
     if attr.kind is str:
         if isinstance(value, bytes):
             value = value.decode()
@@ -108,7 +113,7 @@ def _as_array(c: _Checker, name: str, value, dtype, allowed: tuple[str, ...]) ->
     if isinstance(value, (str, bytes)) or value is None:
         c.fail(f"input {name}={value!r} must be a numeric array of {allowed_txt}", name, cls=QDQTypeError)
     if isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value)
+        arr = _native(np.asarray(value))
         if arr.dtype != dtype:
             index = c.spec.input_names.index(name)
             why = "; every float input of the op must have the same dtype" if np.dtype(dtype).kind == "f" else ""
@@ -121,20 +126,29 @@ def _as_array(c: _Checker, name: str, value, dtype, allowed: tuple[str, ...]) ->
     if isinstance(value, (bool, np.bool_)):
         c.fail(f"input {name}={value!r} is a bool; expected {allowed_txt}", name, cls=QDQTypeError)
     try:
-        raw = np.asarray(value)
-    except (ValueError, TypeError) as e:
+        raw = _native(np.asarray(value))
+    except (ValueError, TypeError, OverflowError) as e:
         c.fail(f"input {name} cannot be converted to an array of {allowed_txt}: {e}", name, cls=QDQTypeError)
-    if raw.dtype.kind not in "fiu" or raw.dtype == object:
+    if raw.dtype == object:  # mixed element types, nested non-sequences, or ints beyond 64 bits
+        c.fail(f"input {name} ({type(value).__name__}) cannot be converted to an array of {allowed_txt}: its "
+               f"elements are not all numbers that fit in 64 bits", name, cls=QDQTypeError)
+    if raw.dtype.kind not in "fiu":
         c.fail(f"input {name} has element type {raw.dtype}; expected {allowed_txt}", name, cls=QDQTypeError)
     if np.dtype(dtype).kind == "i" and raw.dtype.kind == "f":
         c.fail(f"input {name}={value!r} must be an integer ({np.dtype(dtype).name})", name, cls=QDQTypeError)
-    out = raw.astype(dtype)
+    with np.errstate(over="ignore"):  # numbers beyond float32 become ±inf, as in TF's convert_to_tensor
+        out = raw.astype(dtype)
     if np.dtype(dtype).kind == "i" and not np.array_equal(out, raw):
         c.fail(f"input {name}={value!r} does not fit in {np.dtype(dtype).name}", name)
     return out if out.flags.c_contiguous else np.array(out, order="C")
 
 
 _TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def _native(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in native byte order (a big-endian array is the same numbers; IREE takes native only)."""
+    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
 
 
 def _element_dtype(c: _Checker, kwargs) -> np.dtype:
@@ -146,6 +160,7 @@ def _element_dtype(c: _Checker, kwargs) -> np.dtype:
         v = kwargs[inp.name]
         if isinstance(v, (np.ndarray, np.generic)):
             dt = np.asarray(v).dtype
+            dt = dt if dt.isnative else dt.newbyteorder("=")
             if dt.name not in allowed:
                 tf = None
                 if len(allowed) == 1 and c.spec.range_from == "attr":  # Args: conversion of a fixed-float input
@@ -202,9 +217,14 @@ def _check_qdq_num_bits(c: _Checker, num_bits: int, signed: bool, backticks: boo
                tf=f"num_bits is out of range: {num_bits} with {s} {int(signed)}")
 
 
+def _axes(rank: int) -> str:
+    """The allowed axis values for an input of ``rank``, in words."""
+    return f"-1 (per-tensor) or 0..{rank - 1}" if rank > 0 else "only -1 (per-tensor; the input is a scalar)"
+
+
 def _check_axis_range(c: _Checker, axis: int, rank: int):
     if axis < -1:
-        c.fail(f"axis={axis} is not allowed; allowed: -1 (per-tensor) or 0..{rank - 1}", "axis",
+        c.fail(f"axis={axis} is not allowed; allowed: {_axes(rank)}", "axis",
                tf=f"Axis must be at least -1. Found {axis}")
 
 
@@ -255,15 +275,15 @@ def _checks_qdq(c: _Checker, arrays, attrs):
     rank = x.ndim
     if spec.num_bits_input:  # V3 reports axis errors in its own words
         if axis >= rank or axis < -rank:
-            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed -1 or 0..{rank - 1}", "axis",
+            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {_axes(rank)}", "axis",
                    tf=f"Axis requested is larger than input dimensions. Axis: {axis} Input Dimensions: {rank}")
         if axis < -1:  # TF 2.21 aborts (CHECK d >= 0); the shape function's words
-            c.fail(f"axis={axis} is not allowed; allowed: -1 (per-tensor) or 0..{rank - 1}", "axis",
+            c.fail(f"axis={axis} is not allowed; allowed: {_axes(rank)}", "axis",
                    tf=f"axis should be at least -1, got {axis}")
     else:
         _check_axis_range(c, axis, rank)
         if axis >= rank:
-            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed -1 or 0..{rank - 1}", "axis",
+            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {_axes(rank)}", "axis",
                    tf=f"Shape must be at least rank {axis + 1} but is rank {rank}")
     mn, mx = arrays["input_min"], arrays["input_max"]
     if attrs["range_given"] and axis == -1 and not spec.num_bits_input:
@@ -298,7 +318,7 @@ def _checks_qdq_grad(c: _Checker, arrays, attrs):
         c.fail(f"gradients has shape {list(g.shape)} but input has shape {list(x.shape)}; they must be equal",
                "gradients", tf="gradient and input must be the same size")
     if axis >= rank:
-        c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed -1 or 0..{rank - 1}", "axis",
+        c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {_axes(rank)}", "axis",
                tf=f"Axis should be -1 or 0 or a positive value less than {rank}but given axis value was {axis}")
     for n, t, short in (("input_min", mn, "min"), ("input_max", mx, "max")):
         if t.ndim > 1:

@@ -1,0 +1,241 @@
+"""``qdqc`` with bad input (issue 8.1): exit status 2 and a one-line ``qdqc: error: ...`` on stderr, no
+traceback, nothing on stdout. (``qdqc cache`` is tested in test_cache.py; ``qdqc build`` with the bundle.)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qdq_compiler import cli, targets
+
+ARGS = "FakeQuantWithMinMaxArgs"
+ARGS_G = "FakeQuantWithMinMaxArgsGradient"
+VARS = "FakeQuantWithMinMaxVars"
+V2 = "QuantizeAndDequantizeV2"
+CUDA_HERE = targets.get("cuda").availability()[0]
+
+
+def qdqc(argv, capsys):
+    try:
+        rc = cli.main([str(a) for a in argv])
+    except SystemExit as e:  # argparse
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def npy(tmp_path):
+    """Write .npy files (or raw bytes) into tmp_path; returns a function name -> path."""
+    def write(name, value=None, raw: bytes | None = None, pickle=False):
+        p = tmp_path / name
+        if raw is not None:
+            p.write_bytes(raw)
+        else:
+            np.save(p, value, allow_pickle=pickle)
+        return p
+    return write
+
+
+X = np.linspace(-2, 2, 9, dtype=np.float32)
+
+
+def files(npy):
+    return {
+        "x": npy("x.npy", X),
+        "x3": npy("x3.npy", X[:3]),
+        "xi": npy("xi.npy", np.arange(5)),
+        "x16": npy("x16.npy", X.astype(np.float16)),
+        "mn": npy("mn.npy", np.float32(-1)),
+        "mx": npy("mx.npy", np.float32(1)),
+        "nan": npy("nan.npy", np.float32("nan")),
+        "mn4": npy("mn4.npy", np.full(4, -1, np.float32)),
+        "garbage": npy("garbage.npy", raw=b"this is not a .npy file"),
+        "truncated": npy("truncated.npy", raw=(lambda b: b[: len(b) // 2])(_npy_bytes(X))),
+        "pickled": npy("pickled.npy", np.array([1, "a"], dtype=object), pickle=True),
+        "missing": Path(npy("x.npy", X)).parent / "no-such-file.npy",
+        "dir": Path(npy("x.npy", X)).parent,
+    }
+
+
+def _npy_bytes(a):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+# (id, argv with {placeholders} for the files above, words the message must contain)
+QDQ_ERRORS = [
+    ("emit-unknown-op", ["emit", "Foo"], ["unknown op 'Foo'"]),
+    ("emit-num_bits-range", ["emit", ARGS, "--attr", "num_bits=99"], ["num_bits=99", "2..16"]),
+    ("emit-unknown-attr", ["emit", ARGS, "--attr", "nb=3"], ["unknown attribute 'nb'"]),
+    ("emit-attr-no-value", ["emit", ARGS, "--attr", "num_bits"], ["NAME=VALUE"]),
+    ("emit-attr-not-int", ["emit", ARGS, "--attr", "num_bits=x"], ["num_bits", "int"]),
+    ("emit-attr-not-bool", ["emit", ARGS, "--attr", "narrow_range=maybe"], ["narrow_range", "bool"]),
+    ("emit-attr-not-float", ["emit", ARGS, "--attr", "min=abc"], ["min", "float"]),
+    ("emit-attr-nan-range", ["emit", ARGS, "--attr", "min=nan"], ["smaller than max"]),
+    ("emit-attr-of-other-op", ["emit", ARGS, "--attr", "axis=0"], ["unknown attribute 'axis'"]),
+    ("emit-dtype-f16", ["emit", ARGS, "--dtype", "f16"], ["f16", "f32, f64"]),
+    ("emit-dtype-f64-fq", ["emit", ARGS, "--dtype", "f64"], ["float64", "float32"]),
+    ("emit-shape-letters", ["emit", ARGS, "--shape", "axb"], ["shape 'axb'"]),
+    ("emit-shape-negative", ["emit", ARGS, "--shape", "-3"], ["-3"]),
+    ("emit-axis-past-rank", ["emit", V2, "--attr", "axis=3", "--shape", "4"], ["axis=3"]),
+    ("emit-axis-minus-2", ["emit", V2, "--attr", "axis=-2"], ["axis=-2"]),
+    ("emit-round-mode", ["emit", V2, "--attr", "round_mode=UP"], ["round_mode", "HALF_UP"]),
+    ("emit-pc-scalar-shape", ["emit", "FakeQuantWithMinMaxVarsPerChannel", "--shape", "scalar"], ["rank"]),
+    ("compile-unknown-op", ["compile", "Foo", "-o", "{x}.vmfb"], ["unknown op"]),
+    ("compile-unknown-target", ["compile", ARGS, "--target", "tpu", "-o", "{x}.vmfb"], ["unknown target 'tpu'"]),
+    ("run-no-input", ["run", ARGS], ["takes 1 inputs"]),
+    ("run-too-few-inputs", ["run", VARS, "--input", "{x}", "--input", "{mn}"], ["takes 3 inputs", "got 2"]),
+    ("run-too-many-inputs", ["run", ARGS, "--input", "{x}", "--input", "{x}"], ["got 2"]),
+    ("run-int-input", ["run", ARGS, "--input", "{xi}"], ["int64", "float32"]),
+    ("run-f16-input", ["run", ARGS, "--input", "{x16}"], ["float16"]),
+    ("run-garbage-file", ["run", ARGS, "--input", "{garbage}"], ["cannot read a .npy file"]),
+    ("run-truncated-file", ["run", ARGS, "--input", "{truncated}"], ["cannot read a .npy file"]),
+    ("run-pickled-file", ["run", ARGS, "--input", "{pickled}"], ["cannot read a .npy file"]),
+    ("run-missing-file", ["run", ARGS, "--input", "{missing}"], ["no-such-file.npy"]),
+    ("run-directory", ["run", ARGS, "--input", "{dir}"], ["cannot read"]),
+    ("run-grad-shape", ["run", ARGS_G, "--input", "{x}", "--input", "{x3}"], ["gradients", "[9]"]),
+    ("run-vars-min-vector", ["run", VARS, "--input", "{x}", "--input", "{mn4}", "--input", "{mx}"], ["min"]),
+    ("run-given-nan", ["run", V2, "--input", "{x}", "--input", "{nan}", "--input", "{mx}",
+                       "--attr", "range_given=true"], ["Invalid range"]),
+    ("run-num_bits", ["run", ARGS, "--input", "{x}", "--attr", "num_bits=1"], ["num_bits=1"]),
+    ("run-unknown-target", ["run", ARGS, "--input", "{x}", "--target", "bogus"], ["unknown target 'bogus'"]),
+    ("validate-unknown-target", ["validate", "--targets", "bogus"], ["unknown target"]),
+    ("validate-unknown-op", ["validate", "--ops", "Foo"], ["unknown op"]),
+    ("validate-bad-shard", ["validate", "--shard", "5/2"], ["--shard"]),
+    ("validate-shard-text", ["validate", "--shard", "x"], ["--shard"]),
+    ("validate-dtype", ["validate", "--dtypes", "f16"], ["f16"]),
+    ("validate-sizes", ["validate", "--sizes", "abc"], ["--sizes"]),
+]
+
+ARGPARSE_ERRORS = [
+    ("no-command", []),
+    ("unknown-command", ["frob"]),
+    ("unknown-option", ["ops", "--bogus"]),
+    ("compile-without-output", ["compile", ARGS]),
+    ("bad-params-choice", ["emit", ARGS, "--params", "weird"]),
+    ("cache-unknown-action", ["cache", "frob"]),
+    ("cache-no-action", ["cache"]),
+    ("run-without-op", ["run"]),
+]
+
+
+def _fill(argv, paths):
+    return [str(a).format(**{k: str(v) for k, v in paths.items()}) for a in argv]
+
+
+@pytest.mark.parametrize("id_, argv, words", QDQ_ERRORS, ids=[c[0] for c in QDQ_ERRORS])
+def test_bad_input_exits_2_with_one_line(id_, argv, words, npy, capsys):
+    argv = _fill(argv, files(npy))
+    rc, out, err = qdqc(argv, capsys)
+    assert rc == 2, (rc, out, err)
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qdqc: error: "), err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+@pytest.mark.parametrize("id_, argv", ARGPARSE_ERRORS, ids=[c[0] for c in ARGPARSE_ERRORS])
+def test_usage_errors_exit_2(id_, argv, capsys):
+    rc, out, err = qdqc(argv, capsys)
+    assert rc == 2 and out == ""
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("qdqc") and ": error: " in last, err
+
+
+@pytest.mark.parametrize("id_, argv", ARGPARSE_ERRORS, ids=[c[0] for c in ARGPARSE_ERRORS])
+def test_usage_errors_are_one_line(id_, argv, capsys):
+    rc, out, err = qdqc(argv, capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+
+
+def test_unavailable_target(npy, capsys):
+    if CUDA_HERE:
+        pytest.skip("this machine can run cuda")
+    rc, out, err = qdqc(["run", ARGS, "--input", files(npy)["x"], "--target", "cuda"], capsys)
+    assert rc == 2 and out == ""
+    assert err.startswith("qdqc: error: target 'cuda' cannot run here") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [
+    ["compile", ARGS, "-o", "/nonexistent-dir/x.vmfb"],
+    ["run", ARGS, "--input", "{x}", "-o", "/nonexistent-dir/y.npy"],
+], ids=["compile", "run"])
+def test_unwritable_output_exits_2(argv, npy, capsys):
+    argv = _fill(argv, files(npy))
+    try:
+        rc, out, err = qdqc(argv, capsys)
+    except OSError as e:
+        pytest.fail(f"traceback: {e!r}")
+    assert rc == 2 and len(err.splitlines()) == 1 and "nonexistent-dir" in err
+
+
+def test_emit_unknown_target(capsys):
+    rc, out, err = qdqc(["emit", ARGS, "--target", "tpu"], capsys)
+    assert rc == 2 and "unknown target" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# What TF computes is computed: NaN ranges for Vars print NaN, exit 0
+
+
+def test_run_vars_with_nan_min_computes(npy, capsys, tmp_path):
+    p = files(npy)
+    rc, out, err = qdqc(["run", VARS, "--input", p["x"], "--input", p["nan"], "--input", p["mx"]], capsys)
+    assert rc == 0 and err == "" and "nan" in out
+    rc, out, err = qdqc(["run", "FakeQuantWithMinMaxVarsGradient", "--input", p["x"], "--input", p["x"],
+                         "--input", p["mn"], "--input", p["mx"], "-o", tmp_path / "g.npz"], capsys)
+    assert rc == 0
+    z = np.load(tmp_path / "g.npz")
+    assert sorted(z.files) == ["backprop_wrt_max", "backprop_wrt_min", "backprops_wrt_input"]
+
+
+def test_run_oracle_target(npy, capsys, tmp_path):
+    rc, out, err = qdqc(["run", ARGS, "--input", files(npy)["x"], "--target", "oracle", "-o", tmp_path / "y.npy"],
+                        capsys)
+    assert rc == 0
+    assert np.load(tmp_path / "y.npy").dtype == np.float32
+
+
+def test_ops_json(capsys):
+    rc, out, err = qdqc(["ops", "--json"], capsys)
+    assert rc == 0 and err == ""
+    from qdq_compiler import registry
+    assert list(json.loads(out)) == list(registry.OPS)
+
+
+# ------------------------------------------------------------------------------------------------
+# The real executables: exit status and stderr as a shell sees them
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["emit", "Foo"], 2),
+    (["run", ARGS, "--input", "/no/such/file.npy"], 2),
+    (["emit", ARGS, "--attr", "num_bits=1"], 2),
+    (["ops"], 0),
+])
+def test_python_dash_m(argv, code):
+    proc = subprocess.run([sys.executable, "-m", "qdq_compiler", *argv], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONWARNINGS="error::RuntimeWarning"))
+    assert proc.returncode == code, proc.stderr
+    if code:
+        assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1
+        assert proc.stderr.startswith("qdqc: error: ")
+
+
+def test_console_script():
+    exe = Path(sys.executable).parent / "qdqc"
+    if not exe.exists():
+        pytest.skip("qdqc is not installed next to this Python")
+    proc = subprocess.run([str(exe), "emit", "Foo"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("qdqc: error: unknown op 'Foo'")
