@@ -7,6 +7,7 @@ returned, so a template bug surfaces here, with the rendered text and the line, 
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from .oracle.numerics import bits, int_to
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 if not TEMPLATE_DIR.is_dir():  # installed as a wheel: templates ship inside the package
     TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+if os.environ.get("QDQ_TEMPLATE_DIR"):  # tests/test_lit_mutation.py renders from a (broken) copy
+    TEMPLATE_DIR = Path(os.environ["QDQ_TEMPLATE_DIR"])
 
 _MLIR_TYPES = {"float32": "f32", "float64": "f64"}
 _TEMPLATE_OF_FAMILY = {

@@ -1,0 +1,145 @@
+# -*- Python -*-
+"""lit configuration of qdq_compiler's lowering regression suite (``lit -sv lit_tests``).
+
+Runs on the pip tools: ``iree-compile``/``iree-opt``/``iree-run-module`` from the iree-base-* wheels and
+``FileCheck`` = the PyPI ``filecheck``. See lit_tests/README.md for what each directory guards.
+
+Substitutions (tool names are replaced as whole words, as LLVM's ToolSubst does):
+  qdqc, iree-compile, iree-opt, iree-run-module, FileCheck   the tools (see _find_tool)
+  %python                                                    the Python that runs lit (imports qdq_compiler)
+  %expect_exit N CMD...   run CMD, print its output and "exit status: K"; fail unless K == N (tools/)
+  %oracle_nudge MIN MAX BITS NARROW   the oracle's nudged FakeQuant constants as hex (tools/)
+  %lit_tools                                                 lit_tests/tools (the e2e generator lives there)
+  %<target>_flags   e.g. %cpu_flags, %vmvx_flags, %vulkan_flags, %cpu_host_flags, %cuda_flags:
+                    exactly qdq_compiler.targets.get(<target>).compile_flags
+  %<target>_device  e.g. %cpu_device: --device=<the target's IREE runtime driver>
+Features: one per target that can run here (qdq_compiler.targets.get(name).availability()),
+e.g. ``REQUIRES: vulkan``.
+Time limit: lit's own per-test timeout (config.maxIndividualTestTime) when psutil is importable, else each
+of qdqc/iree-* runs under coreutils ``timeout`` (lit refuses a per-test timeout without psutil).
+
+Environment knobs: QDQ_LIT_TIMEOUT (seconds per test, default 120; 0 = none), QDQ_CACHE_DIR (the
+artifact cache `qdqc compile` uses; default: lit_tests/Output/qdq_cache), PYTHONPATH and
+QDQ_TEMPLATE_DIR are passed through (tests/test_lit_mutation.py points the suite at broken templates).
+"""
+import os
+import re
+import shutil
+import sys
+
+import lit.formats
+import lit.util
+
+config.name = "qdq_compiler"
+# lit 23 refuses execute_external=True (deprecated in LLVM 23): the internal shell it is.
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".test", ".mlir"]
+config.excludes = ["Inputs", "README.md", "lit.cfg.py", "tools"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.test_source_root, "Output")
+
+_BIN = os.path.dirname(sys.executable)
+
+# -- environment ------------------------------------------------------------------------------------
+for var in ("PYTHONPATH", "QDQ_TEMPLATE_DIR", "QDQ_COMPILE_TIMEOUT", "XDG_CACHE_HOME", "IREE_SAVE_TEMPS",
+            "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES", "VK_LOADER_DEBUG",
+            "LP_NUM_THREADS", "MESA_LOADER_DRIVER_OVERRIDE", "CUDA_VISIBLE_DEVICES", "DISPLAY",
+            "XDG_RUNTIME_DIR"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+config.environment["QDQ_CACHE_DIR"] = os.environ.get("QDQ_CACHE_DIR") or os.path.join(
+    config.test_exec_root, "qdq_cache")
+# The venv's bin first, so the tools below and anything they spawn come from the same install.
+config.environment["PATH"] = os.pathsep.join([_BIN, config.environment.get("PATH", "")])
+
+
+# -- tools ------------------------------------------------------------------------------------------
+def _find_tool(*names):
+    """The first of ``names`` next to sys.executable (the venv's bin), then on PATH."""
+    for name in names:
+        cand = os.path.join(_BIN, name)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    for name in names:
+        found = shutil.which(name, path=os.environ.get("PATH", ""))
+        if found:
+            return found
+    return None
+
+
+def _iree_tool(name):
+    path = _find_tool(name)
+    if path is None and name != "iree-run-module":
+        try:
+            from iree.compiler.tools.binaries import find_tool
+            path = find_tool(name)
+        except Exception:  # not installed, or the wheel lacks the tool
+            path = None
+    return path
+
+
+def _quote(path):
+    return path if re.fullmatch(r"[\w@%+=:,./-]+", path) else "'" + path.replace("'", "'\\''") + "'"
+
+
+tools = {
+    "FileCheck": _find_tool("filecheck", "FileCheck"),
+    "iree-compile": _iree_tool("iree-compile"),
+    "iree-opt": _iree_tool("iree-opt"),
+    "iree-run-module": _iree_tool("iree-run-module"),
+}
+qdqc = _find_tool("qdqc")
+tools["qdqc"] = qdqc or sys.executable  # no console script: `python -m qdq_compiler`
+missing = sorted(name for name, path in tools.items() if not path)
+if missing:
+    lit_config.fatal(f"cannot find {', '.join(missing)} next to {sys.executable} or on PATH; install the "
+                     f"test extra into the environment that runs lit: pip install -e '.[test]'")
+
+# A per-test time limit. lit's own (config.maxIndividualTestTime) kills a test's process tree with psutil
+# and refuses to start without it; without psutil each heavy tool runs under coreutils `timeout` instead.
+_timeout = int(os.environ.get("QDQ_LIT_TIMEOUT", "120"))
+_kill_ok, _why = lit.util.killProcessAndChildrenIsSupported()
+_timeout_prefix = ""
+if _timeout > 0:
+    if _kill_ok:
+        config.maxIndividualTestTime = _timeout  # `lit --timeout N` still overrides it
+    elif shutil.which("timeout"):
+        _timeout_prefix = f"{shutil.which('timeout')} -k 10 {_timeout} "
+    else:
+        lit_config.note(f"no per-test time limit: {_why} (and no coreutils `timeout`)")
+
+
+def _tool_pattern(name):
+    # A whole word: not part of a longer name, a path or an option (cf. lit.llvm.subst.ToolSubst).
+    return r"(?<![\w/.%=-])" + re.escape(name) + r"(?![\w/.-])"
+
+
+for name in ("qdqc", "iree-compile", "iree-opt", "iree-run-module"):
+    command = _quote(tools[name]) + (" -m qdq_compiler" if tools[name] == sys.executable else "")
+    config.substitutions.append((_tool_pattern(name), _timeout_prefix + command))
+config.substitutions.append((_tool_pattern("FileCheck"), _quote(tools["FileCheck"])))
+_TOOLS_DIR = os.path.join(config.test_source_root, "tools")
+config.substitutions.append(("%expect_exit", f"{_quote(sys.executable)} {_quote(os.path.join(_TOOLS_DIR, 'expect_exit.py'))}"))
+config.substitutions.append(("%oracle_nudge", f"{_quote(sys.executable)} {_quote(os.path.join(_TOOLS_DIR, 'oracle_nudge.py'))}"))
+config.substitutions.append(("%lit_tools", _quote(_TOOLS_DIR)))
+config.substitutions.append(("%python", _quote(sys.executable)))
+
+# -- targets: flags, devices, features ------------------------------------------------------------------
+try:
+    from qdq_compiler import targets as _targets
+except ImportError as e:
+    lit_config.fatal(f"lit must run under a Python that imports qdq_compiler ({sys.executable}: {e}); "
+                     f"use the venv's lit, e.g. .venv/bin/lit -sv lit_tests")
+
+_subst = []
+for name, target in _targets.TARGETS.items():
+    key = name.replace("-", "_")
+    _subst.append((f"%{key}_flags", " ".join(_quote(f) for f in target.compile_flags)))
+    _subst.append((f"%{key}_device", f"--device={target.driver}"))
+    ok, why = target.availability()
+    if ok:
+        config.available_features.add(name)
+    else:
+        lit_config.note(f"target {name} unavailable here ({why}); tests that REQUIRE it are UNSUPPORTED")
+# Ahead of the tool names, longest first, so that no substitution is a prefix of a later one.
+config.substitutions[:0] = sorted(_subst, key=lambda kv: -len(kv[0]))

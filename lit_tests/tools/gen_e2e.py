@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Generate the end-to-end lit tests lit_tests/e2e/<target>/<Op>.test from the NumPy oracle.
+
+Each test compiles one op configuration with `qdqc compile` (through the artifact cache, QDQ_CACHE_DIR)
+and runs it with IREE's own `iree-run-module --expected_output=...`; the expected values are computed
+here, once, by `qdq_compiler.oracle.raw_ops` (TF 2.21's CPU bits) and pasted into the RUN lines. The
+comparison is `--equality_mode=exact` (byte equality: the sign of a zero counts, so vmvx's roundeven
+sign restore and the explicit FTZ on Vulkan are checked too), except for cases whose expected output
+holds a NaN: those compare in approximate mode with zero tolerances (NaN == NaN, but -0 == 0).
+
+    python lit_tests/tools/gen_e2e.py            # (re)write the files
+    python lit_tests/tools/gen_e2e.py --check    # exit 1 if any file differs (lit: e2e/oracle_sync.test)
+
+Edit CASES below, never the generated files.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from qdq_compiler import registry as R
+from qdq_compiler.oracle import raw_ops as oracle
+
+E2E_DIR = Path(__file__).resolve().parent.parent / "e2e"
+TARGETS = ("cpu", "vmvx", "vulkan")
+F32, F64 = np.float32, np.float64
+
+# Ties of the 8-bit signed range [-1, 127/128]: scale = 128 exactly, so x = (2k+1)/256 gives v = k + 0.5.
+T = 1.0 / 256
+HI8 = 127.0 / 128
+SUB = 1e-40  # a float32 subnormal: TF's CPU kernels (and so the oracle) flush it to zero
+
+
+@dataclass
+class Case:
+    name: str
+    what: str                        # one line: what this case pins down
+    attrs: dict
+    inputs: dict                     # input name -> numpy array (the op's dtype, or int32 for num_bits)
+    shape: str                       # qdqc --shape for cpu and vmvx
+    vulkan_shape: str | None = None  # static shape where Vulkan cannot do the dynamic form
+    dtype: str = "f32"
+    targets: tuple = TARGETS
+
+
+def a32(*v):
+    return np.array(v, F32)
+
+
+def bits32(b: int):
+    """The float32 with bit pattern `b`."""
+    return np.array(b, np.uint32).view(F32)[()]
+
+
+CASES: dict[str, list[Case]] = {
+    "QuantizeAndDequantize": [
+        Case("ties_clamp", "V1 attrs range [-1, 127/128] (scale 128): HALF_TO_EVEN ties incl. -0.5 -> -0, clamp",
+             {"range_given": True, "input_min": -1.0, "input_max": HI8},
+             {"input": a32(-3, -1, -3 * T, -T, -0.0, T, 3 * T, 5 * T, 0.3, HI8, 2)}, "?"),
+    ],
+    "QuantizeAndDequantizeV2": [
+        Case("data_half_up", "range from the data (min -1, max 127/128), HALF_UP = floor(v + 0.5) at ties",
+             {"round_mode": "HALF_UP"},
+             {"input": a32(-1, -3 * T, -T, T, 3 * T, 5 * T, 0.5, HI8),
+              "input_min": F32(0), "input_max": F32(0)}, "?"),
+        Case("f64_given", "float64, given range [-1, 127/128], HALF_TO_EVEN ties and the clamp",
+             {"range_given": True},
+             {"input": np.array([-2, -T, T, 3 * T, 5 * T, 0.25, 1.5], F64),
+              "input_min": F64(-1), "input_max": F64(HI8)}, "?", dtype="f64"),
+        Case("nan_poisons_range", "a NaN in the data makes every output NaN (policy 5; Vulkan's min/max skip NaN)",
+             {}, {"input": a32(-1, 0.25, np.nan, 0.5), "input_min": F32(0), "input_max": F32(0)}, "?"),
+    ],
+    "QuantizeAndDequantizeV3": [
+        Case("signed_4bit", "num_bits as an int32 input (4): range [-1, 1] gives scale 7, lo re-derived",
+             {}, {"input": a32(-2, -1, -0.5, -0.07, 0, 0.2, 0.5, 1.5),
+                  "input_min": F32(-1), "input_max": F32(1), "num_bits": np.array(4, np.int32)}, "?"),
+        Case("unsigned_negative_range", "unsigned, range below 0: TF's qmin * inv is -0, so every output is +0 (a folded +0 gives -0)",
+             {"signed_input": False},
+             {"input": a32(-3, -1.5, -1, 0, 0.5), "input_min": F32(-2), "input_max": F32(-1),
+              "num_bits": np.array(8, np.int32)}, "?"),
+    ],
+    "QuantizeAndDequantizeV4": [
+        Case("per_channel_data", "per-channel (axis 1 of 2x3x2) range from the data, HALF_TO_EVEN",
+             {"axis": 1},
+             {"input": np.array([[[-1, 0.3], [2, -4], [0.1, 0.2]],
+                                 [[HI8, -T], [1, 3], [-0.05, 0.15]]], F32),
+              "input_min": a32(0, 0, 0), "input_max": a32(0, 0, 0)}, "?x?x?", vulkan_shape="2x3x2"),
+    ],
+    "QuantizeAndDequantizeV4Grad": [
+        Case("inclusive_mask", "gradient masked by min <= x <= max (inclusive); -6 * 0 = -0; subnormal g flushed",
+             {}, {"gradients": a32(1, 2, 3, SUB, 5, -6),
+                  "input": a32(-1.5, -1, 0, 0.5, 1, np.nextafter(F32(1), F32(2))),
+                  "input_min": F32(-1), "input_max": F32(1)}, "?"),
+    ],
+    "FakeQuantWithMinMaxArgs": [
+        Case("nudged_8bit", "min -1, max 1, 8 bits: nudged range, * inv, floor(v + 0.5), clamp to the nudged range",
+             {"min": -1.0, "max": 1.0},
+             {"inputs": a32(-2, -1, -0.9960785, -0.5, -0.0, 0.25, 0.5, 0.7, 1.0039216, 1.5)}, "?"),
+    ],
+    "FakeQuantWithMinMaxArgsGradient": [
+        Case("inclusive_nudged_mask", "mask nudged_min <= x <= nudged_max, inclusive: x at both exact nudged bounds and one ulp above",
+             {"min": -1.0, "max": 1.0},
+             {"gradients": a32(1, 2, 3, 4, 5, -6, SUB),
+              "inputs": a32(-1, bits32(0xBF7EFF00), 0, bits32(0x3F808081), bits32(0x3F808082), 2, 0.5)}, "?"),
+    ],
+    "FakeQuantWithMinMaxVars": [
+        Case("nudged_divide", "min/max tensors [-1, 1], 8 bits: on-device nudge, divide by the scale",
+             {}, {"inputs": a32(-2, -0.9960785, -0.5, 0, 0.25, 0.5, 0.7, 1.5),
+                  "min": F32(-1), "max": F32(1)}, "?"),
+        Case("narrow_4bit", "4 bits, narrow range, min -0.3 max 2.1 (zero point rounded half away from zero)",
+             {"num_bits": 4, "narrow_range": True},
+             {"inputs": a32(-1, -0.3, 0, 0.1, 0.4, 1, 1.55, 2.1, 3), "min": F32(-0.3), "max": F32(2.1)}, "?"),
+    ],
+    "FakeQuantWithMinMaxVarsGradient": [
+        Case("masked_and_sums", "masked gradient plus the sums of the gradients below and above the range",
+             {}, {"gradients": a32(1, 2, 4, 8, 16, 32, -64),
+                  "inputs": a32(-3, -2, -1, 0, 0.5, 2, 5),
+                  "min": F32(-1), "max": F32(1)}, "?"),
+    ],
+    "FakeQuantWithMinMaxVarsPerChannel": [
+        Case("three_channels", "per-channel nudge along the last dim (min == max == 0 channel gives zeros)",
+             {}, {"inputs": np.array([[-2, -1, 0.5], [0.3, 1.7, 0.25], [1, 5, -0.1]], F32),
+                  "min": a32(-1, -2, 0), "max": a32(1, 2, 0)}, "?x?", vulkan_shape="3x3"),
+    ],
+    "FakeQuantWithMinMaxVarsPerChannelGradient": [
+        Case("per_channel_sums", "per-channel mask and below/above sums over the leading dims; a subnormal "
+             "gradient is flushed inside a range, copied unflushed in a min == max == 0 channel",
+             {}, {"gradients": np.array([[1, 2, 4], [8, 16, 32], [SUB, 128, SUB], [512, 1024, -2048]], F32),
+                  "inputs": np.array([[-3, 0, 3], [-1, 0.5, 1], [0, -5, 0.25], [2, 1, -0.25]], F32),
+                  "min": a32(-1, -2, 0), "max": a32(1, 0.5, 0)}, "?x?", vulkan_shape="4x3"),
+    ],
+}
+
+
+# -- formatting -----------------------------------------------------------------------------------------
+
+def _nearest_is(s: str, v) -> bool:
+    """True if `v` is the float of v's type nearest to the decimal `s` (what a correct strtof gives)."""
+    t = type(v)
+    exact = Fraction(s)
+    lo, hi = np.nextafter(v, t(-np.inf)), np.nextafter(v, t(np.inf))
+    d = abs(exact - Fraction(float(v)))
+    return d < abs(exact - Fraction(float(lo))) and d < abs(exact - Fraction(float(hi)))
+
+
+def fmt(v) -> str:
+    """A decimal that parses back to exactly `v` with strtof/strtod and with (float)strtod."""
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "-0" if np.signbit(v) else "0"
+    t = type(v)
+    s = np.format_float_positional(v, unique=True, trim="-")
+    if len(s) > 14:
+        s = np.format_float_scientific(v, unique=True, trim="-")
+    if t(float(s)) == v and _nearest_is(s, v):
+        return s
+    return repr(float(v))  # the exact value's shortest double form: exact for both parsers
+
+
+def iree_value(a: np.ndarray) -> str:
+    a = np.asarray(a)
+    etype = {np.dtype(F32): "f32", np.dtype(F64): "f64", np.dtype(np.int32): "i32"}[a.dtype]
+    dims = "".join(f"{d}x" for d in a.shape)
+    vals = " ".join(str(int(x)) if a.dtype.kind == "i" else fmt(x) for x in a.reshape(-1))
+    return f"{dims}{etype}={vals}"
+
+
+def attr_args(attrs: dict) -> str:
+    def val(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            return float(v).hex() if float(F32(v)) != v or len(repr(v)) > 12 else repr(v)
+        return str(v)
+    return " ".join(f"--attr {k}={val(v)}" for k, v in attrs.items())
+
+
+def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
+    spec = R.get(op)
+    inputs = case.inputs
+    result = getattr(oracle, op)(**inputs, **case.attrs)
+    outs = result if isinstance(result, tuple) else (result,)
+    shape = case.vulkan_shape if (target == "vulkan" and case.vulkan_shape) else case.shape
+    vmfb = f"%t.{case.name}.vmfb"
+    compile_cmd = f"qdqc compile {op} {attr_args(case.attrs)}".rstrip()
+    compile_cmd += f" --shape '{shape}'" if "?" in shape else f" --shape {shape}"
+    compile_cmd += (f" --dtype {case.dtype}" if case.dtype != "f32" else "") + f" --target {target} -o {vmfb}"
+    has_nan = any(np.isnan(np.asarray(o, np.float64)).any() for o in outs)
+    mode = ("--equality_mode=approximate --expected_f32_threshold=0 --expected_f64_threshold=0 --expected_rtol=0"
+            if has_nan else "--equality_mode=exact")
+    run = [f"iree-run-module %{target}_device --module={vmfb} --function={op}"]
+    run += [f'--input="{iree_value(inputs[i.name])}"' for i in spec.inputs]
+    run += [f'--expected_output="{iree_value(o)}"' for o in outs]
+    run += [mode, "| FileCheck %s"]
+    lines = [f"# Case {idx} ({case.name}): {case.what}."]
+    lines.append(f"# RUN: {compile_cmd}")
+    lines.append(f"# RUN: {' '.join(run[:1])} \\")
+    for part in run[1:-1]:
+        lines.append(f"# RUN:   {part} \\")
+    lines.append(f"# RUN:   {run[-1]}")
+    return lines
+
+
+def render(op: str, target: str) -> str:
+    header = [
+        "# GENERATED by lit_tests/tools/gen_e2e.py from the oracle (qdq_compiler.oracle.raw_ops); edit CASES there,",
+        "# then run it to rewrite this file (e2e/oracle_sync.test fails while a file is stale).",
+        f"# {op} on `{target}`: compiled with `qdqc compile` (baked attributes), run by iree-run-module, every",
+        "# output compared with the oracle byte for byte (--equality_mode=exact: the sign of zero counts;",
+        "# approximate with zero tolerances where a NaN is expected).",
+    ]
+    if target == "vulkan":
+        header.append("# REQUIRES: vulkan")
+    body = []
+    for i, case in enumerate((c for c in CASES[op] if target in c.targets), 1):
+        body.append("")
+        body += _render_case(op, case, target, i)
+    footer = ["", "# CHECK: [SUCCESS] all function outputs matched their expected values."]
+    return "\n".join(header + body + footer) + "\n"
+
+
+def files() -> dict[Path, str]:
+    assert set(CASES) == set(R.OPS), f"CASES must cover every op: missing {set(R.OPS) - set(CASES)}"
+    return {E2E_DIR / target / f"{op}.test": render(op, target) for target in TARGETS for op in CASES}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare with the files on disk; write nothing")
+    args = ap.parse_args(argv)
+    stale = []
+    for path, text in files().items():
+        old = path.read_text() if path.exists() else ""
+        if old == text:
+            continue
+        if args.check:
+            stale.append(path)
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                                       str(path), "regenerated", n=1))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path}")
+    if stale:
+        print(f"{len(stale)} generated e2e test(s) out of date with the oracle or CASES; "
+              f"run: python lit_tests/tools/gen_e2e.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The lit suite can fail: break the templates on purpose and check that the lit tests guarding each part do.
+
+For each mutation, the templates are copied to a scratch directory together with the qdq_compiler
+package and lit_tests/ (emit.py reads its templates from ``<package>/../templates``), one template is
+edited (floor -> ceil, round_nearest_even -> round_nearest_afz, TF's clamp without its upper select,
+reduce minimum <-> maximum), and lit runs the tests that guard that part with PYTHONPATH pointing at
+the scratch package. Every one of those tests must FAIL; the same tests on the unbroken copy must pass
+(so a failure is the mutation's doing, not the set-up's). QDQ_TEMPLATE_DIR is set as well, for when
+emit.py honours it. About 30-60 s on 2 cores (cold compile cache; each e2e case compiles once).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (REPO / "lit_tests" / "lit.cfg.py").is_file() or importlib.util.find_spec("lit") is None,
+                       reason="needs lit_tests/ and lit (pip install -e '.[test]')"),
+]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    template: str
+    pattern: str           # regex on the template text
+    replacement: str       # re.sub replacement (or a function)
+    count: int             # how many places the pattern must hit (guards against a stale mutation)
+    must_fail: tuple       # lit tests (relative to lit_tests/) that must each fail
+    probe: tuple           # (qdqc emit arguments, text the mutated emit must contain)
+
+
+def _drop_upper_clamp(m: re.Match) -> str:
+    """TF's clamp without the select of its upper bound: the `_hi` select line goes, x is used instead."""
+    body = m.group(0)
+    body = re.sub(r"\n[ \t]*\{\{ out \}\}_hi = stablehlo\.select [^\n]*", "", body, count=1)
+    return body.replace("{{ out }}_hi", "{{ x }}")
+
+
+MUTATIONS = [
+    Mutation("floor_to_ceil", "macros.mlir.j2",
+             r"stablehlo\.floor", "stablehlo.ceil", 1,
+             ("emit/fake_quant_args.test", "emit/qdq_rounding.test", "lowering/rounding.test",
+              "e2e/cpu/FakeQuantWithMinMaxArgs.test"),
+             (["FakeQuantWithMinMaxArgs"], "stablehlo.ceil")),
+    Mutation("round_even_to_afz", "qdq.mlir.j2",
+             r"stablehlo\.round_nearest_even", "stablehlo.round_nearest_afz", 2,
+             ("emit/qdq_rounding.test", "emit/target_vmvx.test", "lowering/rounding.test",
+              "e2e/cpu/QuantizeAndDequantize.test", "e2e/vmvx/QuantizeAndDequantize.test"),
+             (["QuantizeAndDequantizeV2"], "stablehlo.round_nearest_afz")),
+    Mutation("drop_clamp_select", "macros.mlir.j2",
+             r"\{% macro clamp\(.*?\{%- endmacro %\}", _drop_upper_clamp, 1,
+             ("emit/fake_quant_args.test", "emit/qdq_rounding.test", "lowering/rounding.test",
+              "e2e/cpu/FakeQuantWithMinMaxArgs.test", "e2e/cpu/QuantizeAndDequantize.test"),
+             (["FakeQuantWithMinMaxArgs"], "%clamped_lt = stablehlo.compare LT, %x_in,")),
+    Mutation("swap_reduce_min_max", "qdq.mlir.j2",
+             r'"(minimum|maximum)"', lambda m: '"maximum"' if m.group(1) == "minimum" else '"minimum"', 4,
+             ("emit/qdq_data_range.test", "emit/target_vulkan.test",
+              "e2e/cpu/QuantizeAndDequantizeV4.test"),
+             (["QuantizeAndDequantizeV2"], "%lo = stablehlo.reduce(%x_in init: %lo_init) applies stablehlo.maximum")),
+]
+
+
+def _copy_tree(scratch: Path) -> Path:
+    """The package, the templates and lit_tests/ (without its Output/) under ``scratch``."""
+    ignore = shutil.ignore_patterns("__pycache__", "Output", "*.pyc")
+    shutil.copytree(REPO / "qdq_compiler", scratch / "qdq_compiler", symlinks=True, ignore=ignore)
+    shutil.copytree(REPO / "templates", scratch / "templates", ignore=ignore)
+    shutil.copytree(REPO / "lit_tests", scratch / "lit_tests", ignore=ignore)
+    return scratch
+
+
+def _env(scratch: Path, cache: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(scratch)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["QDQ_TEMPLATE_DIR"] = str(scratch / "templates")
+    env["QDQ_CACHE_DIR"] = str(cache)
+    env["PATH"] = os.pathsep.join([str(BIN), env.get("PATH", "")])
+    return env
+
+
+def _qdqc() -> list[str]:
+    exe = BIN / "qdqc"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "qdq_compiler"]
+
+
+def _lit(scratch: Path, env: dict, tests) -> tuple[int, set[str], str]:
+    """Run lit on ``tests``; (exit status, the failing tests as 'dir/name.test', the output)."""
+    cmd = [sys.executable, "-c", "import sys; from lit.main import main; sys.exit(main())",
+           "-sv", "--no-progress-bar", *[str(scratch / "lit_tests" / t) for t in tests]]
+    proc = subprocess.run(cmd, env=env, cwd=scratch, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    failed = set(re.findall(r"^FAIL: qdq_compiler :: (\S+) \(", out, re.M))
+    return proc.returncode, failed, out
+
+
+def _mutate(templates: Path, mut: Mutation) -> None:
+    path = templates / mut.template
+    text = path.read_text()
+    new, n = re.subn(mut.pattern, mut.replacement, text, flags=re.S)
+    assert n == mut.count and new != text, (
+        f"mutation {mut.name} no longer applies to templates/{mut.template} ({n} matches, expected "
+        f"{mut.count}): the template changed; update the mutation in tests/test_lit_mutation.py")
+    path.write_text(new)
+
+
+@pytest.fixture(scope="module")
+def scratch_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("lit_mutation_cache")
+
+
+def test_guarding_tests_pass_unmutated(tmp_path, scratch_cache):
+    """The baseline: on an unbroken copy every guarding test passes (the set-up itself is sound)."""
+    scratch = _copy_tree(tmp_path)
+    tests = sorted({t for m in MUTATIONS for t in m.must_fail})
+    rc, failed, out = _lit(scratch, _env(scratch, scratch_cache), tests)
+    assert rc == 0 and not failed, f"guarding lit tests fail without any mutation:\n{out[-4000:]}"
+
+
+@pytest.mark.parametrize("mut", MUTATIONS, ids=lambda m: m.name)
+def test_lit_fails_on_broken_template(mut, tmp_path, scratch_cache):
+    scratch = _copy_tree(tmp_path)
+    _mutate(scratch / "templates", mut)
+    env = _env(scratch, scratch_cache)
+    # The broken templates are the ones in use (the lit tests' qdqc resolves the same way).
+    probe_args, probe_text = mut.probe
+    probe = subprocess.run(_qdqc() + ["emit", *probe_args], env=env, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, f"the mutated template does not render:\n{probe.stderr}"
+    assert probe_text in probe.stdout, f"qdqc did not pick up the mutated templates (no {probe_text!r})"
+    rc, failed, out = _lit(scratch, env, mut.must_fail)
+    assert rc != 0, f"lit passed with the {mut.name} mutation:\n{out[-4000:]}"
+    missed = sorted(set(mut.must_fail) - failed)
+    assert not missed, f"these lit tests did not catch the {mut.name} mutation: {missed}\n{out[-4000:]}"
