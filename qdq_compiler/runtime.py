@@ -1,19 +1,105 @@
 """Load compiled modules once per process and call them with NumPy arrays.
 
-One ``iree.runtime.Config`` (VM instance + HAL device) per driver, one context per artifact, kept
-for the life of the process, so repeated calls pay only the invocation.
+One device + VM instance per driver and one context per artifact, kept for the life of the process, so
+repeated calls pay only the invocation.
+
+CPU drivers (``local-sync``, ``local-task``) take a fast path that avoids every host<->device copy that
+is not needed (IREE's ``FunctionInvoker`` copies each NumPy argument into a fresh device buffer, and
+reading a result back copied it again):
+
+* **Inputs are imported, not copied** (``HalAllocator.import_host_allocation``): the program reads the
+  caller's NumPy memory in place. The compiled dispatches assume aligned bindings (IREE declares
+  ``alignment(64)``; the SSE code of ``x86-64-v2`` faults below 16 bytes, see ``import_alignment``), so an
+  array whose address is not a multiple of the module's ``import_alignment`` is first copied into an
+  aligned NumPy buffer. Imported inputs are bound read-only: the programs never write their arguments
+  (none is tied to a result), which is also why a large read-only array may be imported through a
+  writable alias (the import API asks for a writable buffer).
+* **Constant arguments** (``Constant``: the attribute parameters ``execute.run`` derives once per
+  configuration) are imported once, from a private copy, per device.
+* **Results are handed out without a copy**: a result of at least ``ZERO_COPY_MIN_BYTES`` is returned as
+  a writable NumPy array that views the device buffer and holds the buffer and its mapping alive through
+  ``ndarray.base`` (``_Keep``), so the memory cannot be freed or reused while any view of it exists (the
+  earlier bug read ``to_host()`` views after their buffer was released). Smaller results, and any result
+  that overlaps an input or another result, are copied out.
+* **Freed result buffers are recycled**: the CPU devices use IREE's caching allocator (bounded by
+  ``POOL_BYTES``), so the buffer of a result the caller has dropped serves the next call of the same
+  size without new page faults. First-touch faults on fresh 4 KiB pages cost more than the kernel on a
+  VM (~80 ms for 64 MiB here, against ~7 ms for ``x.copy()``, whose NumPy memory gets huge pages).
+  ``trim()`` gives the cached memory back.
+* **``outs=``**: results can be written into caller-provided arrays. A module that declares output
+  storage (an ``!hal.buffer {iree.abi.output = K : index}`` argument) writes into it directly (the
+  arrays must be aligned to ``import_alignment``, see ``empty_aligned``); otherwise the result is copied in.
+* **Driver by size**: a module built for ``local-sync`` (one thread, lowest latency) runs on
+  ``local-task`` (IREE's worker pool, one worker per core) when its inputs total between
+  ``task_threshold()`` and ``task_max_bytes()`` bytes (see TASK_THRESHOLD_BYTES for why there is an upper
+  end). Both load the same vmfb and both run dispatches with FTZ/DAZ, so the bits are the same.
+
+Other drivers (Vulkan, CUDA) keep IREE's ``FunctionInvoker`` and copy results out of device memory.
 """
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import re
 import threading
-from dataclasses import dataclass
+import weakref
 from typing import Sequence
 
 import numpy as np
 
-_lock = threading.Lock()
+CPU_DRIVERS = ("local-sync", "local-task")
+
+# Inputs of TASK_THRESHOLD_BYTES up to (not including) TASK_MAX_BYTES send a local-sync module to local-task
+# (QDQ_TASK_THRESHOLD / QDQ_TASK_MAX_BYTES override them, in bytes; QDQ_TASK_THRESHOLD=off: never).
+# Below the window the task system's hand-off (~30-150 us) outweighs a second core. Above it, local-task
+# allocates the results of many modules outside the caching pool (IREE's queue alloca/dealloca on the task
+# queue): every call then faults in fresh 4 KiB pages, 16,394 faults and ~35 ms for a 64 MiB result here
+# against 0 on local-sync. Measured on the 2-core VM: see benchmarks/README.md.
+TASK_THRESHOLD_BYTES = 1 << 20
+TASK_MAX_BYTES = 32 << 20
+# Results of at least this many bytes are returned as views of the device buffer, smaller ones copied.
+ZERO_COPY_MIN_BYTES = 1 << 16
+# Upper bound of the memory each CPU device's caching allocator keeps (outstanding + free buffers).
+POOL_BYTES = 1 << 30
+DEFAULT_IMPORT_ALIGNMENT = 64  # IREE's binding alignment contract
+
+_lock = threading.RLock()
+_devices: dict[str, object] = {}
 _configs: dict[str, object] = {}
-_functions: dict[tuple[str, str], object] = {}
+_functions: dict[tuple[str, str], "LoadedFunction"] = {}
+
+
+def task_threshold() -> int:
+    """Input bytes from which a local-sync module runs on local-task (0: never)."""
+    env = os.environ.get("QDQ_TASK_THRESHOLD")
+    if env is None:
+        return TASK_THRESHOLD_BYTES
+    if env.strip().lower() in ("off", "never", "none", "0", ""):
+        return 0
+    return int(env)
+
+
+def task_max_bytes() -> int:
+    """Input bytes from which a local-sync module stays on local-sync again (see TASK_MAX_BYTES)."""
+    env = os.environ.get("QDQ_TASK_MAX_BYTES")
+    return int(env) if env else TASK_MAX_BYTES
+
+
+def device_for(driver: str):
+    """The process-wide HAL device of ``driver`` (CPU devices get a bounded caching allocator)."""
+    import iree.runtime as rt
+    with _lock:
+        dev = _devices.get(driver)
+        if dev is None:
+            if driver in CPU_DRIVERS:
+                pool = int(os.environ.get("QDQ_POOL_BYTES", POOL_BYTES))
+                # heap "*" (the only one), any allocation size, at most `pool` bytes, 64 free buffers.
+                dev = rt.get_driver(driver).create_default_device(allocators=[f"caching:*=*;{pool};64"])
+            else:
+                dev = rt.get_device(driver)
+            _devices[driver] = dev
+        return dev
 
 
 def config_for(driver: str):
@@ -21,38 +107,405 @@ def config_for(driver: str):
     with _lock:
         cfg = _configs.get(driver)
         if cfg is None:
-            cfg = _configs[driver] = rt.Config(device=rt.get_device(driver))
+            cfg = _configs[driver] = rt.Config(device=device_for(driver))
         return cfg
 
 
-@dataclass
-class LoadedFunction:
-    """A bound module function plus how to read its results back to the host."""
-    fn: object
-    driver: str
+def trim():
+    """Give the free buffers cached by the CPU devices back to the system."""
+    with _lock:
+        devs = [d for k, d in _devices.items() if k in CPU_DRIVERS]
+    for d in devs:
+        d.allocator.trim()
 
-    def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        out = self.fn(*args)
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        return [to_numpy(o) for o in outs]
+
+def import_alignment(backend: str, flags: Sequence[str]) -> int:
+    """The buffer alignment that the dispatches of a module compiled with ``flags`` actually need.
+
+    llvm-cpu for ``x86-64-v2`` is SSE code: no SSE instruction needs more than 16 bytes (``movaps`` and
+    folded memory operands need exactly 16), and NumPy's allocator returns 16-byte aligned memory, so
+    ordinary arrays are imported as they are. vmvx reads elements one at a time. Anything else (AVX:
+    32, AVX-512: 64) gets IREE's contract of 64 bytes; arrays short of it are copied to aligned memory.
+    """
+    if backend == "vmvx":
+        return 16
+    if backend == "llvm-cpu":
+        cpu = [f.split("=", 1)[1] for f in flags if f.startswith("--iree-llvmcpu-target-cpu=")]
+        if cpu and cpu[-1] == "x86-64-v2":
+            return 16
+    return DEFAULT_IMPORT_ALIGNMENT
+
+
+# -- NumPy memory helpers --------------------------------------------------------------------------
+
+class _Keep:
+    """The ``base`` of a NumPy array that views IREE memory: holds the buffer and its mapping alive."""
+    __slots__ = ("__array_interface__", "_refs", "__weakref__")
+
+    def __init__(self, iface: dict, refs: tuple):
+        self.__array_interface__ = iface
+        self._refs = refs
+
+
+def _view_of(ptr: int, shape, dtype: np.dtype, refs: tuple) -> np.ndarray:
+    """A writable array over ``ptr`` whose base keeps ``refs`` alive."""
+    iface = {"shape": tuple(shape), "typestr": dtype.str, "data": (ptr, False), "version": 3}
+    return np.asarray(_Keep(iface, refs))
+
+
+def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
+    """A uint8 NumPy array of ``nbytes`` whose address is a multiple of ``alignment``."""
+    raw = np.empty(nbytes + alignment, np.uint8)
+    off = (-raw.ctypes.data) % alignment
+    return raw[off:off + nbytes]
+
+
+def empty_aligned(shape, dtype, alignment: int = DEFAULT_IMPORT_ALIGNMENT) -> np.ndarray:
+    """An uninitialised NumPy array aligned for import (for example an ``out=`` reused across calls)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    return _aligned_empty(n * dtype.itemsize, alignment).view(dtype).reshape(shape)
+
+
+def _as_host_array(a) -> np.ndarray:
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
+    if a.dtype == np.bool_:
+        a = a.astype(np.int8)
+    elif not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return a
+
+
+_MT = _USAGE = _BV = None
+_constants: "weakref.WeakSet[Constant]" = weakref.WeakSet()
+_ETYPES: dict[str, object] = {}
+_DTYPES: dict[int, np.dtype] = {}
+
+
+def _init_constants():
+    import iree.runtime as rt
+    global _MT, _USAGE, _BV
+    _BV = rt.HalBufferView
+    _MT = int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE)
+    _USAGE = int(rt.BufferUsage.DEFAULT)
+
+
+def _element_type(dtype: np.dtype):
+    et = _ETYPES.get(dtype.str)
+    if et is None:
+        from iree.runtime.array_interop import map_dtype_to_element_type
+        et = map_dtype_to_element_type(dtype)
+        if et is None:
+            raise TypeError(f"no IREE element type for {dtype}")
+        _ETYPES[dtype.str] = et
+    return et
+
+
+def _dtype_of(element_type) -> np.dtype:
+    key = int(element_type)
+    dt = _DTYPES.get(key)
+    if dt is None:
+        import iree.runtime as rt
+        dt = _DTYPES[key] = np.dtype(rt.HalElementType.map_to_dtype(element_type))
+    return dt
+
+
+class Constant:
+    """An argument that is the same on every call (an attribute parameter): imported once per device,
+    from a private read-only copy."""
+    __slots__ = ("array", "_refs", "__weakref__")
+
+    def __init__(self, value):
+        a = _as_host_array(value)
+        own = _aligned_empty(max(a.nbytes, 1), 64)[:a.nbytes].view(a.dtype).reshape(a.shape)
+        np.copyto(own, a)
+        own.setflags(write=False)
+        self.array = own
+        self._refs: dict[str, tuple] = {}
+        _constants.add(self)
+
+    @property
+    def nbytes(self) -> int:
+        return self.array.nbytes
+
+    def ref(self, v: "_Variant"):
+        hit = self._refs.get(v.driver)
+        if hit is None:
+            import iree.runtime as rt
+            a = self.array
+            alias = _view_of(a.ctypes.data, a.shape, a.dtype, (a,))  # the import API wants writable memory
+            buf = v.allocator.import_host_allocation(alias, memory_type=_MT, allowed_usage=_USAGE)
+            hit = self._refs[v.driver] = (rt.HalBufferView(buf, a.shape, _element_type(a.dtype)).ref, buf)
+        return hit[0]
+
+    def __repr__(self):
+        return f"Constant({self.array!r})"
+
+
+# -- loaded functions ------------------------------------------------------------------------------
+
+class _Variant:
+    """One artifact loaded on one CPU driver: the context, the function and the device."""
+    __slots__ = ("driver", "device", "allocator", "context", "vm_function", "invoke")
+
+    def __init__(self, driver: str, vmfb: bytes, function: str):
+        import iree.runtime as rt
+        cfg = config_for(driver)
+        module = rt.VmModule.copy_buffer(cfg.vm_instance, vmfb)
+        ctx = rt.SystemContext(vm_modules=[module], config=cfg)
+        self.driver = driver
+        self.device = cfg.device
+        self.allocator = cfg.device.allocator
+        self.context = ctx.vm_context
+        self.vm_function = ctx.modules.module[function].vm_function
+        self.invoke = self.context.invoke
+
+
+class LoadedFunction:
+    """A module function: ``f(args)`` -> list of NumPy results; ``f(args, outs)`` writes into ``outs``.
+
+    ``args`` are NumPy arrays (or scalars) and ``Constant``s, in the function's argument order.
+    """
+
+    def __init__(self, driver: str, key: str, vmfb: bytes, function: str,
+                 import_alignment: int = DEFAULT_IMPORT_ALIGNMENT):
+        import iree.runtime as rt
+        self.driver, self.key, self.function_name = driver, key, function
+        self.import_alignment = max(int(import_alignment), 16)
+        self._vmfb = vmfb
+        self.cpu = driver in CPU_DRIVERS
+        self._variants: dict[str, _Variant] = {}
+        if self.cpu:
+            self.fn = None
+            decl_fn = self._variant(driver).vm_function
+        else:
+            cfg = config_for(driver)
+            module = rt.VmModule.copy_buffer(cfg.vm_instance, vmfb)
+            ctx = rt.SystemContext(vm_modules=[module], config=cfg)
+            self.fn = ctx.modules.module[function]
+            decl_fn = self.fn.vm_function
+        self.n_results, self.storage_args = _abi_of(decl_fn)
+
+    def _variant(self, driver: str) -> _Variant:
+        v = self._variants.get(driver)
+        if v is None:
+            with _lock:
+                v = self._variants.get(driver)
+                if v is None:
+                    v = self._variants[driver] = _Variant(driver, self._vmfb, self.function_name)
+        return v
+
+    def pick_driver(self, args: Sequence) -> str:
+        """local-task for the large inputs of a local-sync module (see task_threshold())."""
+        if self.driver != "local-sync":
+            return self.driver
+        limit = task_threshold()
+        if limit <= 0:
+            return self.driver
+        total = 0
+        for a in args:
+            if type(a) is not Constant:
+                total += getattr(a, "nbytes", 0)
+        return "local-task" if limit <= total < task_max_bytes() else self.driver
+
+    def __call__(self, args: Sequence, outs: Sequence[np.ndarray | None] | None = None,
+                 driver: str | None = None) -> list[np.ndarray]:
+        if not self.cpu:
+            if self.storage_args:
+                raise RuntimeError(f"{self.function_name}: output storage is only supported on CPU drivers here")
+            plain = [a.array if type(a) is Constant else a for a in args]
+            out = self.fn(*plain)
+            res = out if isinstance(out, (tuple, list)) else (out,)
+            return _copy_into([to_numpy(o) for o in res], outs)
+        import iree.runtime as rt
+        v = self._variant(driver or self.pick_driver(args))
+        arg_list, keep, _ = self._bind_all(v, args, outs)
+        ret_list = rt.VmVariantList(self.n_results)
+        v.invoke(v.vm_function, arg_list, ret_list)
+        results = []
+        storage = self.storage_args
+        spans: list = []
+        for i in range(len(ret_list)):
+            want = outs[i] if outs is not None and i < len(outs) else None
+            if i in storage:
+                results.append(want)
+                continue
+            results.append(_result(ret_list.get_as_object(i, _BV), spans, keep, want))
+        del keep
+        return results
+
+    def prepare(self, args: Sequence, outs: Sequence[np.ndarray | None] | None = None,
+                driver: str | None = None):
+        """A zero-argument callable that runs the function on ``args`` bound once: the inputs stay
+        device-resident (imported on CPU drivers, uploaded elsewhere) and the results stay on the device
+        (returned unread). For timing the kernel without the host-side marshalling."""
+        import iree.runtime as rt
+        if not self.cpu:
+            dev = config_for(self.driver).device
+            dargs = [rt.asdevicearray(dev, _as_host_array(a.array if type(a) is Constant else a)) for a in args]
+            fn = self.fn
+
+            def go_device():
+                return fn(*dargs)
+            go_device.driver = self.driver
+            return go_device
+        driver = driver or self.pick_driver(args)
+        v = self._variant(driver)
+        arg_list, keep, _ = self._bind_all(v, args, outs)
+        n, invoke, vm_function = self.n_results, v.invoke, v.vm_function
+
+        def go():
+            rets = rt.VmVariantList(n)
+            invoke(vm_function, arg_list, rets)
+            return rets
+        go.driver = driver
+        go.keep = keep
+        return go
+
+    def _bind_all(self, v: _Variant, args: Sequence, outs):
+        """The argument list: each input bound (constant, import or aligned copy), then output storage.
+        Also the arrays bound (they must outlive the call; their address ranges tell whether a result
+        overlaps an input)."""
+        import iree.runtime as rt
+        arg_list = rt.VmVariantList(len(args) + len(self.storage_args))
+        keep: list = []
+        align = self.import_alignment
+        import_host = v.allocator.import_host_allocation
+        for a in args:
+            if type(a) is Constant:
+                arg_list.push_ref(a.ref(v))
+                continue
+            a = _as_host_array(a)
+            flags = a.flags
+            # NumPy allocates its own data 16-byte aligned; views (slices, frombuffer) may be anything.
+            if not (flags.owndata and align <= 16) and a.__array_interface__["data"][0] % align:
+                c = _aligned_empty(a.nbytes, align).view(a.dtype).reshape(a.shape)
+                np.copyto(c, a)
+                a = c
+            elif not flags.writeable:
+                if a.nbytes < ZERO_COPY_MIN_BYTES:
+                    a = a.copy()
+                else:  # bound read-only: the programs never write their inputs
+                    a = _view_of(a.__array_interface__["data"][0], a.shape, a.dtype, (a,))
+            keep.append(a)
+            buf = import_host(a, memory_type=_MT, allowed_usage=_USAGE)
+            arg_list.push_ref(rt.HalBufferView(buf, a.shape, _element_type(a.dtype)).ref)
+        for i in self.storage_args:
+            o = outs[i] if outs is not None and i < len(outs) else None
+            if o is None:
+                raise ValueError(f"{self.function_name}: result {i} is written into caller storage; pass outs[{i}]")
+            _check_out(o, align, f"outs[{i}]")
+            arg_list.push_ref(import_host(o, memory_type=_MT, allowed_usage=_USAGE).ref)
+        return arg_list, keep, None
+
+
+def _result(bv, spans: list, keep: list, want: np.ndarray | None) -> np.ndarray:
+    """One result as NumPy: a view that holds the buffer alive, or a copy (small, overlapping an input
+    or an earlier result, or into ``want``). ``spans``: address ranges taken so far (filled lazily from
+    the bound input arrays ``keep``)."""
+    shape = tuple(bv.shape)
+    dtype = _dtype_of(bv.element_type)
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * dtype.itemsize
+    if nbytes == 0:
+        return _fill(want, np.empty(shape, dtype))
+    mapping = bv.map()
+    host = np.frombuffer(mapping, dtype, count=n).reshape(shape)  # read-only; alive as long as `mapping`
+    if want is not None:
+        return _fill(want, host)
+    if nbytes < ZERO_COPY_MIN_BYTES:
+        return host.copy()
+    if not spans:
+        for a in keep:
+            p = a.__array_interface__["data"][0]
+            spans.append((p, p + a.nbytes))
+    ptr = host.__array_interface__["data"][0]
+    end = ptr + nbytes
+    overlaps = any(s < end and ptr < e for s, e in spans)
+    spans.append((ptr, end))
+    if overlaps:
+        return host.copy()
+    return _view_of(ptr, shape, dtype, (mapping, bv))
+
+
+def _fill(want, res):
+    if want is None:
+        return res
+    if want.shape != res.shape or want.dtype != res.dtype:
+        raise ValueError(f"out has shape {want.shape} and dtype {want.dtype}; the result is {res.shape} {res.dtype}")
+    np.copyto(want, res)
+    return want
+
+
+def _copy_into(results, outs):
+    if outs is None:
+        return results
+    return [_fill(outs[i] if i < len(outs) else None, r) for i, r in enumerate(results)]
+
+
+def _check_out(o, alignment: int, what: str):
+    if not isinstance(o, np.ndarray) or not o.flags.c_contiguous or not o.flags.writeable:
+        raise ValueError(f"{what} must be a writable C-contiguous NumPy array")
+    if o.__array_interface__["data"][0] % alignment:
+        raise ValueError(f"{what} must be aligned to {alignment} bytes (runtime.empty_aligned makes one)")
+
+
+_DECL_STORAGE = re.compile(r"%input\d+: !hal\.buffer \{iree\.abi\.output = (\d+) : index\}")
+
+
+def _abi_of(vm_function) -> tuple[int, tuple[int, ...]]:
+    """(number of results, result indices written into caller storage) from the function's reflection."""
+    refl = vm_function.reflection
+    n_results = 1
+    abi = refl.get("iree.abi")
+    if abi:
+        try:
+            n_results = max(len(json.loads(abi).get("r", [])), 1)
+        except (ValueError, TypeError, AttributeError):
+            pass
+    decl = refl.get("iree.abi.declaration", "")
+    storage = tuple(int(m.group(1)) for m in _DECL_STORAGE.finditer(decl))
+    return n_results, storage
 
 
 def to_numpy(arr) -> np.ndarray:
-    """Result to host memory. Vulkan artifacts are built with mappable results, so this is one map."""
+    """A result of a non-CPU driver to host memory. Vulkan artifacts are built with mappable results,
+    so this is one map and one copy."""
     return np.array(arr.to_host(), copy=True)
 
 
-def load(driver: str, key: str, vmfb: bytes, function: str) -> LoadedFunction:
-    """The function ``function`` of the module ``vmfb`` (cached by ``key``) on ``driver``."""
-    import iree.runtime as rt
-    with _lock:
-        f = _functions.get((driver, key))
+def load(driver: str, key: str, vmfb: bytes, function: str,
+         import_alignment: int = DEFAULT_IMPORT_ALIGNMENT) -> LoadedFunction:
+    """The function ``function`` of the module ``vmfb`` (cached by ``key``) on ``driver``.
+
+    ``import_alignment``: the alignment the module's dispatches need of imported arrays (see
+    ``import_alignment()``); the default is IREE's contract, right for any module.
+    """
+    if _MT is None:
+        _init_constants()
+    f = _functions.get((driver, key))
     if f is not None:
         return f
-    cfg = config_for(driver)
-    module = rt.VmModule.copy_buffer(cfg.vm_instance, vmfb)
-    ctx = rt.SystemContext(vm_modules=[module], config=cfg)
-    f = LoadedFunction(ctx.modules.module[function], driver)
+    f = LoadedFunction(driver, key, vmfb, function, import_alignment)
     with _lock:
-        _functions[(driver, key)] = f
-    return f
+        return _functions.setdefault((driver, key), f)
+
+
+def _release_all():
+    """Drop the cached IREE objects before the interpreter tears the bindings down (at exit)."""
+    with _lock:
+        _functions.clear()
+        _configs.clear()
+        _devices.clear()
+        for c in list(_constants):
+            c._refs.clear()
+    import gc
+    gc.collect()
+
+
+atexit.register(_release_all)

@@ -1,0 +1,133 @@
+"""``qdqc bench`` runs end to end on tiny sizes and produces the table and the JSON (no timing assertions:
+timings are ratios within one run, never thresholds)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from qdq_compiler import bench, runtime
+from qdq_compiler import raw_ops
+from qdq_compiler.cli import main as cli_main
+from qdq_compiler.oracle import raw_ops as oracle
+from qdq_compiler.oracle.numerics import bit_equal
+
+ROW_KEYS = {"case", "op", "attrs", "kind", "log2n", "elements", "variant", "target", "driver", "median_s", "min_s",
+            "runs", "bytes", "gbps", "ratio_to_copy", "exact"}
+
+
+def test_cli_bench_writes_table_and_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = cli_main(["bench", "--ops", "FakeQuantWithMinMaxArgs,QuantizeAndDequantizeV4Grad", "--sizes", "4,6",
+                   "--repeat", "2", "--json", str(out)])
+    assert rc == 0
+    table = capsys.readouterr().out
+    assert "x copy" in table and "GB/s" in table and "copy bandwidth" in table
+    assert "FakeQuantWithMinMaxArgs" in table and "QuantizeAndDequantizeV4Grad" in table
+    res = json.loads(out.read_text())
+    assert {"machine", "config", "results", "latency", "goals"} <= set(res)
+    assert res["config"]["sizes_log2"] == [4, 6]
+    rows = res["results"]
+    for r in rows:
+        assert ROW_KEYS <= set(r), set(ROW_KEYS) - set(r)
+        assert r["median_s"] > 0 and r["gbps"] > 0 and r["ratio_to_copy"] > 0
+    variants = {(r["case"], r["log2n"], r["variant"], r["target"]) for r in rows}
+    for case in ("FakeQuantWithMinMaxArgs", "QuantizeAndDequantizeV4Grad"):
+        for k in (4, 6):
+            for v, t in (("copy", "-"), ("api", "cpu"), ("device", "cpu"), ("oracle", "-")):
+                assert (case, k, v, t) in variants
+    assert all(r["exact"] is True for r in rows if r["variant"] == "api")
+    assert all(r["ratio_to_copy"] == 1.0 for r in rows if r["variant"] == "copy")
+    assert any(lat["variant"] == "api" and lat["elements"] == 16 for lat in res["latency"])
+    assert any(g["goal"] == "16-element call (us)" for g in res["goals"])
+    assert res["machine"]["copy_gbps"] > 0
+
+
+def test_plot_without_matplotlib_is_skipped_with_a_message(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    res = bench.run_bench(bench.select_cases("FakeQuantWithMinMaxVars"), ["cpu"], [4], repeat=1, tf=False,
+                          latency=False)
+    assert not bench.plot(res, str(tmp_path / "b.png"))
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "b.png").exists()
+
+
+def test_plot_with_matplotlib(tmp_path):
+    pytest.importorskip("matplotlib")
+    res = bench.run_bench(bench.select_cases("FakeQuantWithMinMaxArgs"), ["cpu"], [4, 6], repeat=1, tf=False,
+                          latency=False)
+    assert bench.plot(res, str(tmp_path / "b.png"))
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_rejects_bad_arguments():
+    assert cli_main(["bench", "--sizes", "x"]) == 2
+    assert cli_main(["bench", "--ops", "NoSuchOp", "--sizes", "4"]) == 2
+    assert cli_main(["bench", "--targets", "nosuch", "--sizes", "4"]) == 2
+
+
+def test_every_default_case_builds_valid_inputs():
+    for case in bench.CASES:
+        kw = bench.make_inputs(case, 1 << 8)
+        getattr(oracle, case.op)(**kw)  # validates
+
+
+# -- the runtime's zero-copy paths (what the benchmark's api variant exercises) ----------------------
+
+def test_large_results_are_views_that_keep_their_buffer():
+    x = np.linspace(-3, 3, 1 << 15, dtype=np.float32)
+    want = oracle.FakeQuantWithMinMaxArgs(inputs=x)
+    ys = [raw_ops.FakeQuantWithMinMaxArgs(inputs=x) for _ in range(3)]
+    base = ys[0]
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    assert isinstance(base, runtime._Keep)            # zero-copy: the array owns the IREE buffer
+    for _ in range(5):                                # more calls: the pool must not reuse a live buffer
+        raw_ops.FakeQuantWithMinMaxArgs(inputs=-x)
+    for y in ys:
+        assert bit_equal(y, want) and y.flags.writeable
+    ys[0][:] = 0                                       # results are independent arrays
+    assert bit_equal(ys[1], want)
+
+
+def test_unaligned_and_readonly_inputs():
+    buf = np.linspace(-3, 3, (1 << 15) + 1, dtype=np.float32)
+    x = buf[1:]                                        # 4-byte aligned: copied to aligned memory first
+    assert x.ctypes.data % 16
+    assert bit_equal(raw_ops.FakeQuantWithMinMaxArgs(inputs=x), oracle.FakeQuantWithMinMaxArgs(inputs=x))
+    r = buf[:-1].copy()
+    r.setflags(write=False)
+    assert bit_equal(raw_ops.FakeQuantWithMinMaxArgs(inputs=r), oracle.FakeQuantWithMinMaxArgs(inputs=r))
+
+
+def test_out_argument_writes_in_place():
+    from qdq_compiler.execute import run
+    from qdq_compiler.validation import bind
+    x = np.linspace(-3, 3, 1 << 14, dtype=np.float32).reshape(128, 128)
+    call = bind("FakeQuantWithMinMaxVarsGradient", dict(gradients=np.ones_like(x), inputs=x, min=np.float32(-1),
+                                                        max=np.float32(1)))
+    out = np.empty_like(x)
+    got = run(call, "cpu", out=out)
+    assert got[0] is out
+    for g, w in zip(got, oracle.FakeQuantWithMinMaxVarsGradient(gradients=np.ones_like(x), inputs=x,
+                                                               min=np.float32(-1), max=np.float32(1))):
+        assert bit_equal(g, w)
+
+
+def test_local_task_gives_the_same_bits(monkeypatch):
+    monkeypatch.setenv("QDQ_TASK_THRESHOLD", "1024")   # every input of >= 1 KiB runs on local-task
+    x = np.random.default_rng(0).standard_normal(1 << 16).astype(np.float32) * 3
+    for op, kw in [("FakeQuantWithMinMaxArgs", dict(inputs=x)),
+                   ("QuantizeAndDequantizeV4", dict(input=x, input_min=np.float32(0), input_max=np.float32(0))),
+                   ("FakeQuantWithMinMaxVarsPerChannel", dict(inputs=x.reshape(-1, 64), min=np.full(64, -1, np.float32),
+                                                              max=np.full(64, 2, np.float32)))]:
+        assert bit_equal(getattr(raw_ops, op)(**kw), getattr(oracle, op)(**kw)), op
+
+
+def test_bench_module_runs_as_a_script(tmp_path):
+    out = tmp_path / "b.json"
+    p = subprocess.run([sys.executable, "-m", "qdq_compiler", "bench", "--ops", "FakeQuantWithMinMaxArgs",
+                        "--sizes", "4", "--repeat", "1", "--json", str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["results"]
