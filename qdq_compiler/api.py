@@ -30,22 +30,24 @@ def _axis_for_op(input, axis):
     return axis
 
 
-def quantize_and_dequantize(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
-                            round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu"):
-    """``tf.quantization.quantize_and_dequantize``: the V2 op; its gradient is straight-through."""
-    return _raw.QuantizeAndDequantizeV2(
-        input=input, input_min=input_min, input_max=input_max, signed_input=signed_input, num_bits=num_bits,
-        range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
-        axis=_axis_for_op(input, axis), target=target)
+def _qdq_wrapper(op: str, tf_name: str, gradient: str):
+    """TF's Python QDQ wrapper around raw op ``op``: TF's signature, TF's axis rule, plus ``target``."""
+
+    def wrapper(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
+                round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu"):
+        return getattr(_raw, op)(
+            input=input, input_min=input_min, input_max=input_max, signed_input=signed_input, num_bits=num_bits,
+            range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
+            axis=_axis_for_op(input, axis), target=target)
+
+    wrapper.__name__ = wrapper.__qualname__ = tf_name
+    wrapper.__doc__ = f"``tf.quantization.{tf_name}``: the {op[-2:]} op; its gradient is {gradient}."
+    return wrapper
 
 
-def quantize_and_dequantize_v2(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
-                               round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu"):
-    """``tf.quantization.quantize_and_dequantize_v2``: the V4 op; its gradient is masked (V4Grad)."""
-    return _raw.QuantizeAndDequantizeV4(
-        input=input, input_min=input_min, input_max=input_max, signed_input=signed_input, num_bits=num_bits,
-        range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
-        axis=_axis_for_op(input, axis), target=target)
+quantize_and_dequantize = _qdq_wrapper("QuantizeAndDequantizeV2", "quantize_and_dequantize", "straight-through")
+quantize_and_dequantize_v2 = _qdq_wrapper("QuantizeAndDequantizeV4", "quantize_and_dequantize_v2",
+                                          "masked (V4Grad)")
 
 
 def quantize_and_dequantize_vjp(input, input_min, input_max, *, target="cpu", **kw):
