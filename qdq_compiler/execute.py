@@ -270,13 +270,8 @@ def _needs_static_reduction(call: Call, t, view) -> bool:
     return data.size // max(channels, 1) > limit
 
 
-def run_config(call: Call, target: str, static: bool = False) -> tuple[np.ndarray, ...]:
-    return run(call, target, static)
-
-
 def config_for_entry(entry, target: str, shape: tuple[int, ...] | None = None) -> OpConfig:
     """The artifact a validation-matrix entry runs: dynamic dims, or ``shape`` when static."""
-    spec = entry.spec if hasattr(entry, "spec") else None
     from . import registry as R
     spec = R.get(entry.op)
     attrs = dict(entry.attrs)

@@ -250,7 +250,7 @@ def _canonical_kwargs(entry: MatrixEntry, kw: dict) -> dict:
 
 def run_cell(entry: MatrixEntry, target: str, sizes, seed: int, goldens: bool = True) -> Cell:
     """Compile ``entry`` for ``target`` and compare every call with the oracle."""
-    from .execute import run_config
+    from .execute import run
     from .oracle import compute
     from .validation import bind
     t0 = time.perf_counter()
@@ -272,7 +272,7 @@ def run_cell(entry: MatrixEntry, target: str, sizes, seed: int, goldens: bool = 
             continue
         want = compute(call)
         try:
-            got = run_config(call, target, static=entry.static)
+            got = run(call, target, static=entry.static)
         except QDQError as e:
             return Cell(entry.name, target, "error", str(e).splitlines()[0][:300], cases=n,
                         seconds=time.perf_counter() - t0)
