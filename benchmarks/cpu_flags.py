@@ -14,7 +14,7 @@ it reports, on the driver the runtime picks for that size:
              the float32 summation bound), random normal data plus ties, +-0, +-inf, NaN and subnormals
 
 against ``x.copy()`` of the data-sized inputs, all interleaved round by round. With ``--goldens`` each
-variant also runs the 3,782 TF 2.21 golden cases (tests/goldens) in a subprocess whose ``cpu`` target
+variant also runs the 3,782 TF 2.21 golden cases (qdq_compiler/goldens) in a subprocess whose ``cpu`` target
 carries the variant's flags.
 
 The variants (see benchmarks/README.md for what they do to the code):
@@ -40,7 +40,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from qdq_compiler import bench, execute, runtime, targets  # noqa: E402
+from qdq_compiler import execute, runtime, targets  # noqa: E402
+from qdq_compiler.jobs import bench  # noqa: E402
 from qdq_compiler.validation import bind  # noqa: E402
 
 PEEL = ("--iree-llvmcpu-vector-pproc-strategy=peel",)
@@ -97,7 +98,7 @@ def exact(case, extra, log2n) -> bool:
     got = fn(args)
     x = call.data
     got = [got[0].reshape(x.shape)] + [g.reshape(call.arrays[case.spec.input("min").name].shape) for g in got[1:]]
-    return bench._check_exact(case, tuple(got), compute(call), kw)
+    return bench.check_exact(case, tuple(got), compute(call), kw)
 
 
 def time_variants(case, variants: dict, log2n: int, repeat: int) -> dict:

@@ -1,15 +1,15 @@
-"""Loading the TF 2.21 golden vectors of tests/goldens/ (written by tools/make_goldens.py)."""
+"""Test-side helpers for the TF 2.21 golden vectors (package data in qdq_compiler/goldens/, loaded through
+``qdq_compiler.goldens``; written by tools/make_goldens.py)."""
 from __future__ import annotations
 
 import functools
-import json
-from pathlib import Path
 
 import numpy as np
 
-from qdq_compiler import registry
+from qdq_compiler import goldens as _goldens
+from qdq_compiler import ops as registry
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "goldens"
+GOLDEN_DIR = _goldens.DIR
 # bfloat16 has no NumPy dtype; both half types are unsupported by every op (TF has no kernel), so a
 # float16 array stands in for it: what is tested is the rejection of a half-precision input.
 _DT = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64,
@@ -46,8 +46,8 @@ def kwargs_of(case: dict) -> dict:
 @functools.lru_cache(maxsize=1)
 def all_cases() -> tuple[dict, ...]:
     cases = []
-    for f in sorted(GOLDEN_DIR.glob("*.json")):
-        cases.extend(json.loads(f.read_text())["cases"])
+    for op in _goldens.ops():
+        cases.extend(_goldens.load(op)["cases"])
     return tuple(cases)
 
 
