@@ -1,5 +1,6 @@
 """Deployment bundles (issue 6): build, verify on load, run (Python and iree-run-module), reproducibility."""
 import fcntl
+import hashlib
 import json
 import shutil
 import subprocess
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 
 import qdq_compiler as q
-from qdq_compiler import BundleError, QDQError, QDQTypeError, bundle as B, registry
-from qdq_compiler.oracle.numerics import bit_equal
+from qdq_compiler import BundleError, QDQError, QDQTypeError, ops as registry
+from qdq_compiler.targets import cpu as cpu_probe
+from qdq_compiler.jobs import bundle as B
+from qdq_compiler.numerics import bit_equal
 
 from checks import as_tuple, describe_diff, sum_bound
 from targets_util import RUN_TARGETS, require
@@ -93,7 +96,7 @@ def test_manifest_records_every_artifact(example_bundle):
     from qdq_compiler.compile import compiler_version
     for a in m["artifacts"]:
         data = (example_bundle / a["file"]).read_bytes()
-        assert a["sha256"] == B.hashlib.sha256(data).hexdigest() and a["size"] == len(data)
+        assert a["sha256"] == hashlib.sha256(data).hexdigest() and a["size"] == len(data)
         assert a["iree_compiler_version"] == compiler_version()
         assert a["build_time"].endswith("Z")
         assert f"--iree-hal-target-backends={a['backend']}" in a["compiler_flags"]
@@ -190,7 +193,7 @@ def test_missing_and_mismatched_files_are_refused(example_bundle, tmp_path):
 
     def fix(m):
         a = next(a for a in m["artifacts"] if a["file"] == "relu6_fq.cpu.vmfb")
-        a["sha256"], a["size"] = B.hashlib.sha256(data).hexdigest(), len(data)
+        a["sha256"], a["size"] = hashlib.sha256(data).hexdigest(), len(data)
     _edit_manifest(d2, fix)
     with pytest.raises(BundleError, match=r"relu6_fq\.cpu\.vmfb.*FakeQuantWithMinMaxArgs"):
         q.load_bundle(d2, target="cpu")
@@ -237,7 +240,7 @@ def test_iree_run_module_runs_an_artifact(example_bundle, tmp_path, target, name
     if target not in RUN_TARGETS:
         pytest.skip(f"{target} not in QDQ_TEST_TARGETS")
     require(target)
-    tool = B._runtime_tool("iree-run-module")
+    tool = cpu_probe.runtime_tool("iree-run-module")
     if tool is None:
         pytest.skip("iree-run-module not found (pip install iree-base-runtime)")
     m = json.loads((example_bundle / B.MANIFEST).read_text())
@@ -290,7 +293,7 @@ def test_two_builds_are_byte_identical(example_bundle, tmp_path, monkeypatch):
 # -- tuned CPU builds ------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not B._is_x86_64(), reason="the cpu target compiles for x86-64")
+@pytest.mark.skipif(not cpu_probe.is_x86_64(), reason="the cpu target compiles for x86-64")
 def test_tuned_cpu_build(tmp_path):
     cfg = {"targets": ["cpu"], "entries": [{"op": "FakeQuantWithMinMaxArgs", "attrs": {"min": -1.0, "max": 1.0}}]}
     r = B.build_bundle(cfg, tmp_path / "host", target_cpu="host")
