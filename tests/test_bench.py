@@ -3,16 +3,19 @@ timings are ratios within one run, never thresholds)."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from qdq_compiler import bench, runtime
+from qdq_compiler import runtime
 from qdq_compiler import raw_ops
 from qdq_compiler.cli import main as cli_main
+from qdq_compiler.jobs import bench
 from qdq_compiler.oracle import raw_ops as oracle
-from qdq_compiler.oracle.numerics import bit_equal
+from qdq_compiler.numerics import bit_equal
 
+CHECK_GOALS = Path(__file__).resolve().parent.parent / "benchmarks" / "check_goals.py"
 ROW_KEYS = {"case", "op", "attrs", "kind", "log2n", "elements", "variant", "target", "driver", "median_s", "min_s",
             "runs", "bytes", "gbps", "ratio_to_copy", "exact"}
 
@@ -25,8 +28,9 @@ def test_cli_bench_writes_table_and_json(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "x copy" in table and "GB/s" in table and "copy bandwidth" in table
     assert "FakeQuantWithMinMaxArgs" in table and "QuantizeAndDequantizeV4Grad" in table
+    assert "goals" not in table and "MISS" not in table   # internal goals: benchmarks/check_goals.py
     res = json.loads(out.read_text())
-    assert {"machine", "config", "results", "latency", "goals"} <= set(res)
+    assert {"machine", "config", "results", "latency"} <= set(res)
     assert res["config"]["sizes_log2"] == [4, 6]
     rows = res["results"]
     for r in rows:
@@ -40,8 +44,10 @@ def test_cli_bench_writes_table_and_json(tmp_path, capsys):
     assert all(r["exact"] is True for r in rows if r["variant"] == "api")
     assert all(r["ratio_to_copy"] == 1.0 for r in rows if r["variant"] == "copy")
     assert any(lat["variant"] == "api" and lat["elements"] == 16 for lat in res["latency"])
-    assert any(g["goal"] == "16-element call (us)" for g in res["goals"])
     assert res["machine"]["copy_gbps"] > 0
+    p = subprocess.run([sys.executable, str(CHECK_GOALS), str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "16-element call (us)" in p.stdout and "no results at 2^24" in p.stderr
 
 
 def test_plot_without_matplotlib_is_skipped_with_a_message(tmp_path, monkeypatch, capsys):
@@ -59,6 +65,36 @@ def test_plot_with_matplotlib(tmp_path):
                           latency=False)
     assert bench.plot(res, str(tmp_path / "b.png"))
     assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_gives_every_series_its_own_colour():
+    matplotlib = pytest.importorskip("matplotlib")
+    from qdq_compiler.jobs.bench import report
+    rows = [{"variant": v, "target": t} for v in ("copy", "oracle", "tf") for t in ("-",)] + \
+        [{"variant": v, "target": t} for v in ("api", "device") for t in ("cpu", "cpu-host", "vmvx", "vulkan", "cuda")]
+    series = report._series(rows)
+    assert series[0] == ("copy", "-") and len(series) == 13
+    colors = report._colors(series, matplotlib.colormaps["turbo"])
+    assert len({matplotlib.colors.to_hex(c) for c in colors.values()}) == len(series)
+
+
+def test_check_goals_reads_a_bench_json(tmp_path):
+    def row(case, kind, median, ratio, range_from="given", compare_to=None):
+        return {"case": case, "kind": kind, "range_from": range_from, "compare_to": compare_to, "log2n": 24,
+                "variant": "api", "target": "cpu", "median_s": median, "ratio_to_copy": ratio}
+    res = {"config": {"sizes_log2": [24]},
+           "results": [row("A", "per-tensor", 1.0, 1.2), row("B", "per-tensor", 1.0, 2.5, "data"),
+                       row("C", "per-channel", 1.5, 3.0, compare_to="A"), row("G", "gradient", 1.0, 1.3)],
+           "latency": [{"case": "A", "variant": "api", "target": "cpu", "median_us": 31.0}]}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(res))
+    p = subprocess.run([sys.executable, str(CHECK_GOALS), str(path)], capture_output=True, text=True)
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("goals (issue 7) at 2^24")
+    assert [ln.split()[0] for ln in lines[1:]] == ["met", "MISS", "MISS", "met", "MISS"]
+    assert "x A" in lines[3] and "1.50" in lines[3]
+    assert subprocess.run([sys.executable, str(CHECK_GOALS), str(path), "--strict"]).returncode == 1
 
 
 def test_bench_rejects_bad_arguments():

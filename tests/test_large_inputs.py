@@ -4,7 +4,7 @@ import pytest
 
 from qdq_compiler.execute import run
 from qdq_compiler.oracle import compute
-from qdq_compiler.oracle.numerics import bit_equal
+from qdq_compiler.numerics import bit_equal
 from qdq_compiler.validation import bind
 
 from targets_util import RUN_TARGETS, require

@@ -6,7 +6,7 @@ attribute sets: dynamic shapes at 1000 elements, static shapes (f32) at 4096.
 """
 import pytest
 
-from qdq_compiler import validate as V
+from qdq_compiler.jobs import validate as V
 
 from targets_util import RUN_TARGETS, require
 

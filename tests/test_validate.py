@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from qdq_compiler import cli, oracle
-from qdq_compiler import validate as V
+from qdq_compiler.jobs import validate as V
+from qdq_compiler.jobs.validate.inputs import _shape_for
 from qdq_compiler.execute import artifact_for, config_for_entry
 
 
@@ -57,7 +58,7 @@ def test_a_mismatch_fails_the_run(tmp_path, monkeypatch):
 
 def test_shards_partition_the_matrix():
     full = V.build_matrix()
-    shards = [full[i - 1::4] for i in range(1, 5)]
+    shards = [V.shard(full, i, 4) for i in range(1, 5)]
     assert sorted(e.name for s in shards for e in s) == sorted(e.name for e in full)
     assert len({e.name for e in full}) == len(full)
 
@@ -72,7 +73,7 @@ def test_bad_shard_and_sizes_are_clear_errors(capsys):
 def test_cuda_compiles_every_configuration():
     """No GPU here: CUDA is compiled for the whole matrix (dynamic, and static at one size)."""
     entries = V.build_matrix()
-    work = [config_for_entry(e, "cuda", V._shape_for(e, 4096) if e.static else None) for e in entries]
+    work = [config_for_entry(e, "cuda", _shape_for(e, 4096) if e.static else None) for e in entries]
     with ThreadPoolExecutor(max_workers=2) as pool:
         arts = list(pool.map(artifact_for, work))
     assert len(arts) == len(entries)

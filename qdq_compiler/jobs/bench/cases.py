@@ -1,0 +1,102 @@
+"""What ``qdqc bench`` measures: the benchmark cases, their inputs, and the sizes asked for."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import ops as op_registry
+from ...errors import QDQError
+
+CHANNELS = 64
+LATENCY_ELEMENTS = 16
+VARIANTS = ("copy", "api", "device", "oracle", "tf")
+DEFAULT_SIZES = (10, 14, 18, 22, 24)  # log2 element counts
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmarked configuration: an op, its attributes and how its inputs are made."""
+    name: str
+    op: str
+    attrs: dict = field(default_factory=dict)
+    kind: str = "per-tensor"         # per-tensor | per-channel | gradient
+    range_from: str = "given"        # given | data
+    per_channel: bool = False
+    compare_to: str | None = None    # the per-tensor case a per-channel case is held against
+    tf: bool = True                  # TF can run it (per-channel given ranges of V4 it rejects)
+
+    @property
+    def spec(self) -> op_registry.OpSpec:
+        return op_registry.get(self.op)
+
+
+CASES: tuple[Case, ...] = (
+    Case("FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxArgs", {"min": -1.5, "max": 2.0}),
+    Case("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars"),
+    Case("QuantizeAndDequantizeV4[range_given]", "QuantizeAndDequantizeV4", {"range_given": True}),
+    Case("QuantizeAndDequantizeV4[from data]", "QuantizeAndDequantizeV4", {"range_given": False}, range_from="data"),
+    Case("FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVarsPerChannel", kind="per-channel",
+         per_channel=True, compare_to="FakeQuantWithMinMaxVars"),
+    Case("QuantizeAndDequantizeV4[range_given,axis]", "QuantizeAndDequantizeV4", {"range_given": True, "axis": 1},
+         kind="per-channel", per_channel=True, compare_to="QuantizeAndDequantizeV4[range_given]", tf=False),
+    Case("QuantizeAndDequantizeV4[from data,axis]", "QuantizeAndDequantizeV4", {"range_given": False, "axis": 1},
+         kind="per-channel", range_from="data", per_channel=True, compare_to="QuantizeAndDequantizeV4[from data]"),
+    Case("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxArgsGradient", {"min": -1.5, "max": 2.0},
+         kind="gradient"),
+    Case("FakeQuantWithMinMaxVarsGradient", "FakeQuantWithMinMaxVarsGradient", kind="gradient"),
+    Case("FakeQuantWithMinMaxVarsPerChannelGradient", "FakeQuantWithMinMaxVarsPerChannelGradient", kind="gradient",
+         per_channel=True),
+    Case("QuantizeAndDequantizeV4Grad", "QuantizeAndDequantizeV4Grad", kind="gradient"),
+)
+
+
+def select_cases(ops: str | None) -> list[Case]:
+    """The cases named (case names or op names, comma-separated), or every case."""
+    if not ops:
+        return list(CASES)
+    out = []
+    for name in [s.strip() for s in ops.split(",") if s.strip()]:
+        hit = [c for c in CASES if c.name == name] or [c for c in CASES if c.op == name]
+        if not hit:
+            spec = op_registry.get(name)  # an unknown op raises QDQError naming the known ones
+            hit = [Case(name, name, kind="gradient" if spec.gradient_of else "per-tensor",
+                        per_channel=spec.family.layout(spec, {}) == op_registry.LAST)]
+        out += [c for c in hit if c not in out]
+    return out
+
+
+def parse_sizes(text) -> list[int]:
+    """'10,14,18' -> [10, 14, 18]: the log2 element counts to measure, sorted and deduplicated."""
+    try:
+        sizes = sorted({int(s) for s in str(text).split(",") if s.strip()})
+    except ValueError:
+        raise QDQError(f"--sizes {text!r}: expected comma-separated log2 element counts, e.g. 10,14,18,22,24",
+                       arg="--sizes") from None
+    if not sizes or sizes[0] < 0 or sizes[-1] > 30:
+        raise QDQError(f"--sizes {text!r}: log2 sizes must lie in 0..30 (the issue measures 10..26)", arg="--sizes")
+    return sizes
+
+
+def make_inputs(case: Case, n: int, seed: int = 0) -> dict:
+    """Keyword arguments of ``case.op`` with ``n`` float32 elements of data (normal, scale 2)."""
+    rng = np.random.default_rng(seed + n)
+    c = min(CHANNELS, n) if case.per_channel else None
+    shape = (n // c, c) if c else (n,)
+    return case.spec.family.bench_kwargs(case.spec, case.attrs, shape, rng)
+
+
+def data_inputs(case: Case) -> list[str]:
+    """The names of the data-sized inputs (data and gradients)."""
+    return list(case.spec.inputs_of(op_registry.DATA))
+
+
+def io_bytes(case: Case, kw: dict) -> int:
+    """Bytes of the data-sized arrays read plus the data-sized result written."""
+    arrays = [kw[n] for n in data_inputs(case)]
+    return sum(a.nbytes for a in arrays) + arrays[-1].nbytes
+
+
+def copy_bytes(case: Case, kw: dict) -> int:
+    """Bytes read plus written by the copy of every data-sized input."""
+    return 2 * sum(kw[n].nbytes for n in data_inputs(case))

@@ -1,0 +1,215 @@
+"""Timing the variants of each case, interleaved round by round, and checking the api results for exactness."""
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from importlib.metadata import version
+from typing import Callable
+
+import numpy as np
+
+from ... import execute, raw_ops, runtime
+from ... import targets as T
+from ...numerics import bit_equal, sum_within_bound
+from ...oracle import raw_ops as oracle_ops
+from ...validation import bind
+from .cases import CASES, LATENCY_ELEMENTS, Case, copy_bytes, data_inputs, io_bytes, make_inputs
+
+# A variant whose single run takes longer than this many seconds is repeated fewer times (at least 3).
+SLOW_BUDGET_S = 20.0
+
+
+# -- the variants ----------------------------------------------------------------------------------
+
+def _tf_module():
+    """TensorFlow if installed (quietly), else None. Never a dependency."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        import tensorflow as tf  # noqa: F401
+    except Exception:
+        return None
+    return tf
+
+
+def variant_functions(case: Case, kw: dict, targets: list[str], want_tf: bool) -> dict[tuple[str, str], Callable]:
+    """(variant, target) -> a zero-argument callable. Target-independent variants use target '-'."""
+    fns: dict[tuple[str, str], Callable] = {}
+    data = [kw[n] for n in data_inputs(case)]
+    fns[("copy", "-")] = (lambda: [a.copy() for a in data]) if len(data) > 1 else (lambda: data[0].copy())
+    api = getattr(raw_ops, case.op)
+    for t in targets:
+        fns[("api", t)] = (lambda t=t: api(**kw, target=t))
+        fns[("device", t)] = _device_function(case, kw, t)
+    oracle = getattr(oracle_ops, case.op)
+    fns[("oracle", "-")] = lambda: oracle(**kw)
+    if want_tf and case.tf:
+        tf = _tf_module()
+        if tf is not None:
+            tf_op = getattr(tf.raw_ops, case.op)
+
+            def run_tf():
+                out = tf_op(**kw)
+                return [o.numpy() for o in out] if isinstance(out, (list, tuple)) else out.numpy()
+            fns[("tf", "-")] = run_tf
+    return fns
+
+
+def _device_function(case: Case, kw: dict, target: str):
+    call = bind(case.op, kw)
+    fn, args, _ = execute.prepare(call, target)
+    go = fn.prepare(args)
+    go.api_driver = fn.pick_driver(args) if hasattr(fn, "pick_driver") else fn.driver
+    return go
+
+
+def _time_once(f) -> float:
+    t0 = time.perf_counter()
+    r = f()
+    t = time.perf_counter() - t0
+    del r
+    return t
+
+
+def check_exact(case: Case, got, want, kw: dict) -> bool:
+    """Whether ``got`` equals the oracle's ``want`` bit for bit (float sums: within their rounding bound)."""
+    spec = case.spec
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for name, g, w in zip(spec.outputs, got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return False
+        if name in spec.sum_outputs and not bit_equal(g, w):  # policy 6: a sum's order is free
+            if not sum_within_bound(g, w, kw[spec.input("grad").name]):
+                return False
+        elif not bit_equal(g, w):
+            return False
+    return True
+
+
+# -- measuring -------------------------------------------------------------------------------------
+
+def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, want_tf: bool,
+                 log: Callable[[str], None] = lambda s: None) -> list[dict]:
+    """The result rows of one case at 2^log2n elements: one per (variant, target)."""
+    n = 1 << log2n
+    kw = make_inputs(case, n)
+    fns = variant_functions(case, kw, targets, want_tf)
+    rows: dict[tuple[str, str], dict] = {}
+    exact: dict[str, bool] = {}
+    oracle_result = fns[("oracle", "-")]()
+    for key, f in fns.items():  # warm up (compiles, pools), and check each api result once
+        r = f()
+        if key[0] == "api":
+            exact[key[1]] = check_exact(case, r, oracle_result, kw)
+        del r
+    del oracle_result
+    gc.collect()
+    times: dict[tuple[str, str], list[float]] = {k: [] for k in fns}
+    first = {k: _time_once(f) for k, f in fns.items()}
+    reps = {k: max(1, min(repeat, max(3, int(SLOW_BUDGET_S / max(first[k], 1e-9))))) for k in fns}
+    for k in fns:
+        times[k].append(first[k])
+    for r in range(1, repeat):
+        for k, f in fns.items():
+            if r < reps[k]:
+                times[k].append(_time_once(f))
+    copy_med = statistics.median(times[("copy", "-")])
+    b_io, b_copy = io_bytes(case, kw), copy_bytes(case, kw)
+    for (variant, target), ts in times.items():
+        med = statistics.median(ts)
+        nbytes = b_copy if variant == "copy" else b_io
+        f = fns[(variant, target)]
+        driver = getattr(f, "api_driver", None) if variant == "api" else getattr(f, "driver", None)
+        if variant == "api":
+            driver = fns[("device", target)].api_driver
+        rows[(variant, target)] = {
+            "case": case.name, "op": case.op, "attrs": dict(case.attrs), "kind": case.kind,
+            "range_from": case.range_from, "per_channel": case.per_channel, "compare_to": case.compare_to,
+            "log2n": log2n, "elements": n, "variant": variant, "target": target, "driver": driver,
+            "median_s": med, "min_s": min(ts), "runs": len(ts), "bytes": nbytes,
+            "gbps": nbytes / med / 1e9 if med > 0 else None,
+            "ratio_to_copy": med / copy_med if copy_med > 0 else None,
+            "exact": exact.get(target) if variant == "api" else None,
+        }
+    log(f"  {case.name} 2^{log2n}: " + ", ".join(
+        f"{v}{'' if t == '-' else '@' + t} {rows[(v, t)]['median_s'] * 1e3:.2f} ms" for v, t in rows))
+    return list(rows.values())
+
+
+def measure_latency(targets: list[str], repeat: int, calls: int = 200) -> list[dict]:
+    """Per-call time of a 16-element FakeQuantWithMinMaxArgs (median over ``repeat`` batches)."""
+    case = CASES[0]
+    kw = make_inputs(case, LATENCY_ELEMENTS)
+    fns = variant_functions(case, kw, targets, want_tf=True)
+    out = []
+    for (variant, target), f in fns.items():
+        if variant == "copy":
+            continue
+        for _ in range(20):
+            f()
+        batches = []
+        for _ in range(max(repeat, 5)):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f()
+            batches.append((time.perf_counter() - t0) / calls)
+        out.append({"case": case.name, "elements": LATENCY_ELEMENTS, "variant": variant, "target": target,
+                    "median_us": statistics.median(batches) * 1e6, "min_us": min(batches) * 1e6,
+                    "calls": calls * len(batches)})
+    return out
+
+
+def machine_info() -> dict:
+    """The CPU, core count and library versions the numbers were taken with."""
+    info = {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "numpy": np.__version__}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        info["iree_runtime"] = version("iree-base-runtime")
+        info["iree_compiler"] = version("iree-base-compiler")
+    except Exception:
+        pass
+    tf = sys.modules.get("tensorflow")
+    info["tensorflow"] = getattr(tf, "__version__", None) if tf else None
+    return info
+
+
+def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: int = 7, tf: bool = True,
+              latency: bool = True, log: Callable[[str], None] = lambda s: None) -> dict:
+    """Measure every case at every size on every target; the results as a JSON-able dict."""
+    runnable, skipped = [], {}
+    for t in targets:
+        ok, why = T.get(t).availability()
+        (runnable.append(t) if ok else skipped.__setitem__(t, why))
+    rows = []
+    for case in cases:
+        for k in sizes:
+            rows += measure_case(case, k, runnable, repeat, tf, log)
+            gc.collect()
+            runtime.trim()
+    lat = measure_latency(runnable, repeat) if latency else []
+    copies = [r for r in rows if r["variant"] == "copy" and not r["case"].endswith("Gradient")
+              and r["case"] != "QuantizeAndDequantizeV4Grad"]
+    big = max((r["log2n"] for r in copies), default=None)
+    copy_bw = statistics.median([r["gbps"] for r in copies if r["log2n"] == big]) if big is not None else None
+    info = machine_info()
+    info["copy_gbps"] = copy_bw
+    info["copy_gbps_at_log2n"] = big
+    return {"machine": info,
+            "config": {"targets": runnable, "skipped_targets": skipped, "sizes_log2": sizes, "repeat": repeat,
+                       "cases": [c.name for c in cases], "tf": info["tensorflow"] is not None,
+                       "task_threshold_bytes": runtime.task_threshold(),
+                       "task_max_bytes": runtime.task_max_bytes()},
+            "results": rows, "latency": lat}

@@ -1,0 +1,26 @@
+"""``qdqc validate``: the same op configurations on every target, compared with the oracle bit for bit.
+
+The matrix is op x structural attributes x dtype x shape kind (static/dynamic). Each configuration is
+compiled once per target (numeric attributes are runtime parameters, so one artifact serves every
+num_bits/narrow_range/signed_input/min/max) and then run on:
+  - the TF 2.21 golden inputs of that op whose structure matches the configuration, and
+  - random inputs of each requested size, sprinkled with ties, NaN, +-inf, +-0 and subnormals,
+    under several numeric attribute sets.
+A cell is "exact", "ulp N" (largest distance in units in the last place), "error: ..." or
+"skipped: reason". Any non-exact cell makes the exit status 1.
+
+    matrix.py   MatrixEntry, structural_variants, build_matrix, shard
+    inputs.py   the keyword arguments of the calls: random_calls, golden_calls
+    cells.py    Cell, run_cell (one configuration on one target)
+    run.py      run_validation (the whole run: parallel compiles, progress, reports), select_targets
+    report.py   format_table, markdown, json_report, junit
+"""
+from .cells import Cell, run_cell
+from .inputs import golden_calls, random_calls
+from .matrix import MatrixEntry, build_matrix, shard, structural_variants
+from .report import format_table, json_report, junit, markdown
+from .run import DEFAULT_SIZES, precompile, run_validation, select_targets
+
+__all__ = ["Cell", "DEFAULT_SIZES", "MatrixEntry", "build_matrix", "format_table", "golden_calls", "json_report",
+           "junit", "markdown", "precompile", "random_calls", "run_cell", "run_validation", "select_targets",
+           "shard", "structural_variants"]

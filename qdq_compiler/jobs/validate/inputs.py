@@ -1,0 +1,99 @@
+"""The keyword arguments of the calls a matrix entry runs: random inputs with special values, and the TF goldens."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import qdq_compiler
+
+from ... import ops
+from ...config import layout_of, sample_shape
+from ...numerics import three_d
+from .matrix import MatrixEntry
+
+
+def _shape_for(entry: MatrixEntry, size: int) -> tuple[int, ...]:
+    spec = ops.get(entry.op)
+    return sample_shape(layout_of(spec, entry.attr), size)
+
+
+def _special(rng, x: np.ndarray, scale: float) -> np.ndarray:
+    """Sprinkle the values that break naive lowerings: ties, NaN, +-inf, +-0, subnormals."""
+    flat = x.reshape(-1)
+    n = flat.size
+    if n < 16:
+        return x
+    tiny = np.finfo(x.dtype).tiny
+    picks = rng.choice(n, size=min(n, 64), replace=False)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny / 4, -tiny / 2, 0.5 * scale, -0.5 * scale,
+                         1.5 * scale, -2.5 * scale, 3.5 * scale], x.dtype)
+    flat[picks[: len(specials)]] = specials[: len(picks)]
+    return x
+
+
+def random_calls(entry: MatrixEntry, size: int, seed: int) -> list[dict]:
+    """Keyword arguments for several calls of ``entry``'s op at ``size`` elements (the family chooses
+    the numeric attributes and ranges: ``Family.random_calls``)."""
+    spec = ops.get(entry.op)
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(entry.dtype)
+    x = (rng.standard_normal(_shape_for(entry, size)) * 2).astype(dt)
+    return spec.family.random_calls(spec, entry.attr, x, rng, lambda a, scale: _special(rng, a, scale))
+
+
+def _golden_dir() -> Path:
+    """Where the TF golden files are: the package's ``goldens`` data if it holds any, else ``tests/goldens``."""
+    pkg = Path(qdq_compiler.__file__).resolve().parent
+    if any((pkg / "goldens").glob("*.json")):
+        return pkg / "goldens"
+    return pkg.parent / "tests" / "goldens"
+
+
+def golden_calls(entry: MatrixEntry) -> list[dict]:
+    """Golden cases (if present) whose structure and dtype match ``entry``."""
+    f = _golden_dir() / f"{entry.op}.json"
+    if not f.is_file():
+        return []
+    spec = ops.get(entry.op)
+    out = []
+    for case in json.loads(f.read_text())["cases"]:
+        if "outputs" not in case["expect"] or case.get("deviation"):
+            continue
+        kw = {}
+        for name, value in case["attrs"].items():
+            a = spec.attr_map.get(name)
+            kw[name] = float.fromhex(value) if a is not None and a.kind is float and isinstance(value, str) else value
+        for name, e in case["inputs"].items():
+            vals = e["values"]
+            if e["dtype"] == "int32":
+                kw[name] = np.array(vals, np.int32).reshape(e["shape"])
+            else:
+                kw[name] = np.array([float.fromhex(v) if v not in ("nan", "-nan") else np.nan for v in vals],
+                                    np.float64).astype(e["dtype"]).reshape(e["shape"])
+        data = kw[spec.data_input]
+        if data.dtype.name != entry.dtype:
+            continue
+        full = {a.name: kw.get(a.name, a.default) for a in spec.attrs}
+        ax = full.get("axis", -1)
+        want_axis = entry.attr.get("axis", -1)
+        if ax != want_axis and not (want_axis == 1 and ax >= 0 and data.ndim > ax):
+            continue
+        if any(full.get(k) != v for k, v in entry.attrs if k != "axis"):
+            continue
+        # per-axis goldens along any axis run through the [outer, C, inner] program: _canonical_kwargs
+        out.append(kw)
+    return out
+
+
+def _canonical_kwargs(entry: MatrixEntry, kw: dict) -> dict:
+    """Golden per-axis cases along any axis run through the entry's [outer, C, inner] program."""
+    spec = ops.get(entry.op)
+    ax = kw.get("axis", -1)
+    if entry.attr.get("axis", -1) == 1 and ax >= 0:
+        kw = dict(kw)
+        for name in spec.inputs_of(ops.DATA):
+            kw[name] = three_d(kw[name], ax)
+        kw["axis"] = 1
+    return kw

@@ -1,0 +1,142 @@
+"""A whole validation run: pick the targets, compile in parallel, run every cell, print and write the reports."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ... import dtypes as DT
+from ... import execute
+from ... import ops as op_registry
+from ... import targets as T
+from ...compile import compiler_version
+from ...errors import QDQError
+from . import report
+from .cells import Cell, run_cell
+from .inputs import _shape_for
+from .matrix import build_matrix, shard as shard_of
+
+DEFAULT_SIZES = (1000, 70000)  # 70000 > 65535: the lavapipe loop limit for reductions
+
+
+def _progress(done: int, total: int, label: str, enabled: bool):
+    if not enabled:
+        return
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:60]:<60}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def precompile(entries, targets, sizes, jobs: int, progress: bool):
+    """Compile every (entry, target[, static shape]) in parallel (iree-compile runs as a subprocess)."""
+    work = []
+    for e in entries:
+        for t in targets:
+            if e.dtype not in T.get(t).dtypes:
+                continue
+            shapes = [_shape_for(e, max(sizes))] if e.static else [None]
+            work += [(e, t, sh) for sh in shapes]
+    errors = {}
+
+    def one(item):
+        e, t, sh = item
+        try:
+            execute.artifact_for(execute.config_for_entry(e, t, sh))
+        except QDQError as ex:
+            errors[(e.name, t)] = " ".join(str(ex).split())[:400]
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for _ in pool.map(one, work):
+            done += 1
+            _progress(done, len(work), "compiling", progress)
+    return errors
+
+
+def select_targets(names: list[str] | None) -> tuple[list[str], dict[str, str], list[str]]:
+    """The targets to run, those skipped with their reasons, and the skipped ones named explicitly
+    (these are still compiled, so a missing device does not hide a compile failure).
+
+    ``names`` None (or empty): cpu and every other target, the unavailable ones skipped and not compiled.
+    """
+    explicit = bool(names)
+    names = list(names) if explicit else ["cpu"] + [n for n in T.TARGETS if n not in ("cpu", "cpu-host")]
+    run, skipped, compile_only = [], {}, []
+    for n in names:
+        t = T.get(n)
+        ok, why = t.availability()
+        if ok:
+            run.append(t.name)
+        else:
+            skipped[t.name] = why
+            if explicit:
+                compile_only.append(t.name)
+    return run, skipped, compile_only
+
+
+def _write(path: str, text: str):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def run_validation(ops: list[str] | None = None, targets: list[str] | None = None,
+                   dtypes: list[str] | None = None, sizes=DEFAULT_SIZES, shard: tuple[int, int] | None = None,
+                   jobs: int = 0, seed: int = 0, progress: bool = False, json_path: str | None = None,
+                   junit_path: str | None = None, markdown_path: str | None = None) -> int:
+    """Validate the matrix of ``ops`` x ``dtypes`` (default: all) on ``targets``; the exit status (1: a mismatch).
+
+    Prints the table, the mismatches and a summary line on stdout (skipped targets on stderr, and a
+    progress bar there when ``progress``); writes the JSON report, JUnit XML and Markdown to the paths given.
+    ``shard`` (i, n) runs the i-th of n slices of the matrix; ``jobs`` parallel compiles (0: one per core).
+    """
+    t0 = time.perf_counter()
+    for o in ops or []:
+        op_registry.get(o)  # an unknown op is a QDQError listing the known ones
+    dtypes = [DT.get(d).name for d in dtypes] if dtypes else None
+    sizes = tuple(sizes)
+    run_on, skipped, compile_only = select_targets(targets)
+    entries = build_matrix(ops, dtypes)
+    if shard:
+        entries = shard_of(entries, *shard)
+    compile_errors = precompile(entries, run_on + compile_only, sizes, jobs or os.cpu_count() or 1, progress)
+    cells = []
+    for t in compile_only:  # compiled, not run: the report says so per configuration
+        for e in entries:
+            if (e.name, t) in compile_errors:
+                cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
+            elif e.dtype in T.get(t).dtypes:
+                cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
+    total = len(cells) + len(entries) * len(run_on)
+    for e in entries:
+        for t in run_on:
+            if (e.name, t) in compile_errors:
+                cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
+            else:
+                cells.append(run_cell(e, t, sizes, seed))
+            _progress(len(cells), total, e.name, progress)
+    for t, why in skipped.items():
+        print(f"{t}: skipped ({why})", file=sys.stderr)
+    bad = [c for c in cells if not c.ok]
+    elapsed = time.perf_counter() - t0
+    text = (f"{len(cells) - len(bad)} of {len(cells)} cells exact ({len(entries)} configurations x "
+            f"{len(run_on)} targets: {', '.join(run_on)}; sizes {', '.join(map(str, sizes))}"
+            + (f"; compiled only: {', '.join(compile_only)}" if compile_only else "") + f"); {elapsed:.1f} s")
+    summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
+               "configurations": len(entries), "cells": len(cells), "exact": len(cells) - len(bad),
+               "failed": len(bad), "seconds": round(elapsed, 2), "text": text,
+               "known_deviations": {n: T.get(n).deviation for n in run_on if T.get(n).deviation}}
+    print(report.format_table(cells, run_on + compile_only))
+    for c in bad:
+        print(f"MISMATCH {c.target} {c.entry}: {c.detail}")
+    print(text)
+    if json_path:
+        _write(json_path, report.json_report(cells, summary))
+    if junit_path:
+        _write(junit_path, report.junit(cells, skipped))
+    if markdown_path:
+        _write(markdown_path, report.markdown(cells, run_on + compile_only, skipped, summary))
+    return 1 if bad else 0
