@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .errors import BundleError, CompileError, QDQError, QDQTypeError, TargetUnavailableError
-from . import registry
+from . import ops
 from . import oracle
 from . import raw_ops
 from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gradient,
@@ -12,10 +12,12 @@ from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gra
                   fake_quant_with_min_max_vars_vjp, quantize_and_dequantize, quantize_and_dequantize_v2,
                   quantize_and_dequantize_v2_vjp, quantize_and_dequantize_vjp)
 
+registry = ops  # the op registry under its earlier name (qdq_compiler.ops is the module)
+
 __version__ = "0.1.0"
 
 __all__ = ["QDQError", "QDQTypeError", "CompileError", "TargetUnavailableError", "BundleError",
-           "registry", "oracle", "raw_ops", "load_bundle", "__version__",
+           "ops", "registry", "oracle", "raw_ops", "load_bundle", "__version__",
            "quantize_and_dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_vjp",
            "quantize_and_dequantize_v2_vjp", "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",
            "fake_quant_with_min_max_args_vjp", "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_gradient",
@@ -24,6 +26,6 @@ __all__ = ["QDQError", "QDQTypeError", "CompileError", "TargetUnavailableError",
 
 
 def load_bundle(path, target=None, **kwargs):
-    """Load and verify a deployment bundle (see ``qdq_compiler.bundle``)."""
-    from .bundle import load_bundle as _load
+    """Load and verify a deployment bundle (see ``qdq_compiler.jobs.bundle``)."""
+    from .jobs.bundle import load_bundle as _load
     return _load(path, target=target, **kwargs)

@@ -8,51 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import ops
 from . import raw_ops as _raw
 from .errors import QDQError, QDQTypeError
+from .ops.qdq import wrapper_axis
 
 
-def _axis_for_op(input, axis):
-    """TF's wrapper axis rule: None -> -1 (per-tensor); a negative axis counts from the end."""
-    if axis is None:
-        return -1
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise QDQTypeError(f"axis={axis!r} must be an int or None", arg="axis")
-    axis = int(axis)
-    if axis < 0:
-        ndim = np.ndim(input)
-        if ndim == 0 and not isinstance(input, np.ndarray) and np.isscalar(input) is False:
-            raise QDQError("input should have known rank to use negative axis.", arg="axis")
-        if ndim == 0:
-            raise QDQError(f"axis={axis} needs an input of rank >= 1 (the input is a scalar)", arg="axis",
-                           tf_message="input should have known rank to use negative axis.")
-        axis %= ndim
-    return axis
+def _wrappers():
+    """TF's public wrappers, one per ``OpSpec.tf_wrappers`` entry, made by the op's family."""
+    out = {}
+    for spec in ops.OPS.values():
+        for name in spec.tf_wrappers:
+            out[name] = spec.family.tf_wrapper(spec, name, getattr(_raw, spec.name))
+    return out
 
 
-def _qdq_wrapper(op: str, tf_name: str, gradient: str):
-    """TF's Python QDQ wrapper around raw op ``op``: TF's signature, TF's axis rule, plus ``target``."""
-
-    def wrapper(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
-                round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu"):
-        return getattr(_raw, op)(
-            input=input, input_min=input_min, input_max=input_max, signed_input=signed_input, num_bits=num_bits,
-            range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
-            axis=_axis_for_op(input, axis), target=target)
-
-    wrapper.__name__ = wrapper.__qualname__ = tf_name
-    wrapper.__doc__ = f"``tf.quantization.{tf_name}``: the {op[-2:]} op; its gradient is {gradient}."
-    return wrapper
-
-
-quantize_and_dequantize = _qdq_wrapper("QuantizeAndDequantizeV2", "quantize_and_dequantize", "straight-through")
-quantize_and_dequantize_v2 = _qdq_wrapper("QuantizeAndDequantizeV4", "quantize_and_dequantize_v2",
-                                          "masked (V4Grad)")
+_W = _wrappers()
+globals().update(_W)  # quantize_and_dequantize, fake_quant_with_min_max_args, ...
+_axis_for_op = wrapper_axis
 
 
 def quantize_and_dequantize_vjp(input, input_min, input_max, *, target="cpu", **kw):
     """(y, vjp) for ``quantize_and_dequantize``: vjp(dy) -> (dy,), straight through (TF's V2 gradient)."""
-    y = quantize_and_dequantize(input, input_min, input_max, target=target, **kw)
+    y = _W["quantize_and_dequantize"](input, input_min, input_max, target=target, **kw)
 
     def vjp(dy):
         if isinstance(dy, (str, bytes)) or dy is None:
@@ -74,7 +52,7 @@ def quantize_and_dequantize_v2_vjp(input, input_min, input_max, *, target="cpu",
 
     As in TF, the mask uses the input_min/input_max arguments even when range_given=False.
     """
-    y = quantize_and_dequantize_v2(input, input_min, input_max, target=target, **kw)
+    y = _W["quantize_and_dequantize_v2"](input, input_min, input_max, target=target, **kw)
     axis = _axis_for_op(input, kw.get("axis"))
 
     def vjp(dy):
@@ -83,55 +61,20 @@ def quantize_and_dequantize_v2_vjp(input, input_min, input_max, *, target="cpu",
     return y, vjp
 
 
-def fake_quant_with_min_max_args(inputs, min=-6.0, max=6.0, num_bits=8, narrow_range=False, name=None, *,
-                                 target="cpu"):
-    return _raw.FakeQuantWithMinMaxArgs(inputs=inputs, min=min, max=max, num_bits=num_bits,
-                                        narrow_range=narrow_range, target=target)
-
-
-def fake_quant_with_min_max_args_gradient(gradients, inputs, min=-6.0, max=6.0, num_bits=8, narrow_range=False,
-                                          name=None, *, target="cpu"):
-    return _raw.FakeQuantWithMinMaxArgsGradient(gradients=gradients, inputs=inputs, min=min, max=max,
-                                                num_bits=num_bits, narrow_range=narrow_range, target=target)
-
-
-def fake_quant_with_min_max_vars(inputs, min, max, num_bits=8, narrow_range=False, name=None, *, target="cpu"):
-    return _raw.FakeQuantWithMinMaxVars(inputs=inputs, min=min, max=max, num_bits=num_bits,
-                                        narrow_range=narrow_range, target=target)
-
-
-def fake_quant_with_min_max_vars_gradient(gradients, inputs, min, max, num_bits=8, narrow_range=False, name=None, *,
-                                          target="cpu"):
-    return _raw.FakeQuantWithMinMaxVarsGradient(gradients=gradients, inputs=inputs, min=min, max=max,
-                                                num_bits=num_bits, narrow_range=narrow_range, target=target)
-
-
-def fake_quant_with_min_max_vars_per_channel(inputs, min, max, num_bits=8, narrow_range=False, name=None, *,
-                                             target="cpu"):
-    return _raw.FakeQuantWithMinMaxVarsPerChannel(inputs=inputs, min=min, max=max, num_bits=num_bits,
-                                                  narrow_range=narrow_range, target=target)
-
-
-def fake_quant_with_min_max_vars_per_channel_gradient(gradients, inputs, min, max, num_bits=8, narrow_range=False,
-                                                      name=None, *, target="cpu"):
-    return _raw.FakeQuantWithMinMaxVarsPerChannelGradient(gradients=gradients, inputs=inputs, min=min, max=max,
-                                                          num_bits=num_bits, narrow_range=narrow_range, target=target)
-
-
 def fake_quant_with_min_max_args_vjp(inputs, *, target="cpu", **attrs):
     """(y, vjp): vjp(dy) -> (d_inputs,) from FakeQuantWithMinMaxArgsGradient."""
-    y = fake_quant_with_min_max_args(inputs, target=target, **attrs)
-    return y, lambda dy: (fake_quant_with_min_max_args_gradient(dy, inputs, target=target, **attrs),)
+    y = _W["fake_quant_with_min_max_args"](inputs, target=target, **attrs)
+    return y, lambda dy: (_W["fake_quant_with_min_max_args_gradient"](dy, inputs, target=target, **attrs),)
 
 
 def fake_quant_with_min_max_vars_vjp(inputs, min, max, *, target="cpu", **attrs):
     """(y, vjp): vjp(dy) -> (d_inputs, d_min, d_max) from FakeQuantWithMinMaxVarsGradient."""
-    y = fake_quant_with_min_max_vars(inputs, min, max, target=target, **attrs)
-    return y, lambda dy: tuple(fake_quant_with_min_max_vars_gradient(dy, inputs, min, max, target=target, **attrs))
+    y = _W["fake_quant_with_min_max_vars"](inputs, min, max, target=target, **attrs)
+    return y, lambda dy: tuple(_W["fake_quant_with_min_max_vars_gradient"](dy, inputs, min, max, target=target, **attrs))
 
 
 def fake_quant_with_min_max_vars_per_channel_vjp(inputs, min, max, *, target="cpu", **attrs):
     """(y, vjp): vjp(dy) -> (d_inputs, d_min, d_max) from FakeQuantWithMinMaxVarsPerChannelGradient."""
-    y = fake_quant_with_min_max_vars_per_channel(inputs, min, max, target=target, **attrs)
-    return y, lambda dy: tuple(fake_quant_with_min_max_vars_per_channel_gradient(dy, inputs, min, max, target=target,
+    y = _W["fake_quant_with_min_max_vars_per_channel"](inputs, min, max, target=target, **attrs)
+    return y, lambda dy: tuple(_W["fake_quant_with_min_max_vars_per_channel_gradient"](dy, inputs, min, max, target=target,
                                                                                  **attrs))

@@ -7,14 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import textwrap
 
 import numpy as np
 
-from . import registry as R
+from . import dtypes, ops
 from .errors import QDQError
-
-DTYPE_ALIASES = {"f32": "float32", "float32": "float32", "f64": "float64", "float64": "float64"}
 
 EXAMPLES = {
     "ops": "qdqc ops\n  qdqc ops --json",
@@ -32,8 +29,8 @@ EXAMPLES = {
 
 
 def parse_attr_value(op: str, text: str):
-    """'num_bits=4' -> ('num_bits', 4), typed by the registry."""
-    spec = R.get(op)
+    """'num_bits=4' -> ('num_bits', 4), typed by the op registry."""
+    spec = ops.get(op)
     if "=" not in text:
         raise QDQError(f"--attr {text!r} must look like NAME=VALUE", arg="--attr")
     name, value = text.split("=", 1)
@@ -62,9 +59,9 @@ def _attrs(args) -> dict:
 
 def _dtype(text: str) -> str:
     try:
-        return DTYPE_ALIASES[text]
-    except KeyError:
-        raise QDQError(f"--dtype {text!r} is not supported; allowed: f32, f64", arg="--dtype") from None
+        return dtypes.get(text).name
+    except QDQError:
+        raise QDQError(f"--dtype {text!r} is not supported; allowed: {dtypes.allowed()}", arg="--dtype") from None
 
 
 def _config(args):
@@ -77,14 +74,14 @@ def _config(args):
 
 def cmd_ops(args):
     if args.json:
-        out = {name: {"family": s.family, "inputs": list(s.input_names), "outputs": list(s.outputs),
+        out = {name: {"family": s.family.name, "inputs": list(s.input_names), "outputs": list(s.outputs),
                       "dtypes": list(s.dtypes),
                       "attrs": {a.name: {"type": a.kind.__name__, "default": a.default,
                                          **({"choices": list(a.choices)} if a.choices else {})} for a in s.attrs}}
-               for name, s in R.OPS.items()}
+               for name, s in ops.OPS.items()}
         print(json.dumps(out, indent=1))
         return 0
-    for name, s in R.OPS.items():
+    for name, s in ops.OPS.items():
         attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.attrs)
         print(f"{name}\n    inputs:  {', '.join(s.input_names)}\n    outputs: {', '.join(s.outputs)}\n"
               f"    attrs:   {attrs or '-'}\n    dtypes:  {', '.join(s.dtypes)}\n    {s.doc}")
@@ -109,7 +106,7 @@ def cmd_compile(args):
 
 def cmd_run(args):
     from . import raw_ops
-    spec = R.get(args.op)
+    spec = ops.get(args.op)
     inputs = args.input or []
     if len(inputs) != len(spec.inputs):
         raise QDQError(f"{args.op} takes {len(spec.inputs)} inputs ({', '.join(spec.input_names)}), "
@@ -144,19 +141,54 @@ def cmd_cache(args):
     return 0
 
 
+def _csv(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",")] if text else None
+
+
 def cmd_validate(args):
-    from .validate import main as validate_main
-    return validate_main(args)
+    from .jobs.validate import DEFAULT_SIZES, run_validation
+    sizes = DEFAULT_SIZES
+    if args.sizes:
+        try:
+            sizes = tuple(int(s) for s in args.sizes.split(","))
+        except ValueError:
+            raise QDQError(f"--sizes {args.sizes!r}: expected comma-separated element counts", arg="--sizes") from None
+        if any(s < 1 for s in sizes):
+            raise QDQError("--sizes must be positive element counts", arg="--sizes")
+    shard = None
+    if args.shard:
+        try:
+            shard = tuple(int(v) for v in args.shard.split("/"))
+        except ValueError:
+            shard = ()
+        if len(shard) != 2 or not 1 <= shard[0] <= shard[1]:
+            raise QDQError(f"--shard {args.shard!r}: expected i/n with 1 <= i <= n", arg="--shard")
+    dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
+    return run_validation(
+        ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs,
+        seed=args.seed, progress=not args.no_progress and sys.stderr.isatty(), json_path=args.report,
+        junit_path=args.junit, markdown_path=args.markdown)
 
 
 def cmd_bench(args):
-    from .bench import main as bench_main
-    return bench_main(args)
+    from .jobs import bench
+    cases = bench.select_cases(args.ops)
+    targets = [t.strip() for t in (args.targets or "cpu").split(",") if t.strip()]
+    sizes = bench.parse_sizes(args.sizes) if args.sizes else list(bench.DEFAULT_SIZES)
+    repeat = int(args.repeat or 7)
+    if repeat < 1:
+        raise QDQError(f"--repeat {repeat}: must be >= 1", arg="--repeat")
+    return bench.benchmark(cases, targets, sizes, repeat, json_path=args.json, plot_path=args.plot)
 
 
 def cmd_build(args):
-    from .bundle import main as build_main
-    return build_main(args)
+    from .jobs.bundle import build_bundle
+
+    def progress(entry, target, seconds):
+        print(f"  {entry.name}.{target}.vmfb  ({seconds:.2f} s)", file=sys.stderr)
+    res = build_bundle(args.config, args.out, targets=args.targets, target_cpu=args.target_cpu, progress=progress)
+    print(res.summary(), file=sys.stderr)
+    return 0
 
 
 # -- parser ------------------------------------------------------------------------------------------

@@ -21,17 +21,18 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from .errors import CompileError, QDQError
+from .fileio import atomic_write, sha256_bytes
 
 DEFAULT_TIMEOUT_S = 300
 TIMEOUT_ENV = "QDQ_COMPILE_TIMEOUT"
 CACHE_ENV = "QDQ_CACHE_DIR"
 # The only names the cache writes (and so the only ones ``cache_clear`` removes): <sha256>.vmfb,
 # <sha256>.json, <sha256>.lock and the temp files of an interrupted write, <sha256>.{vmfb,json}.*.tmp;
-# in its ``index/`` subdirectory (execute.py's config -> key index), <sha256>.key and their temp files.
+# in its ``index/`` subdirectory (the configuration -> key index, see lookup_index), <sha256>.key and their
+# temp files.
 _CACHE_FILE = re.compile(r"^[0-9a-f]{64}\.(vmfb|json|lock|(vmfb|json)\..+\.tmp)$")
 _INDEX_DIR = "index"
 _INDEX_FILE = re.compile(r"^[0-9a-f]{64}\.key(\..+\.tmp)?$")
@@ -61,10 +62,6 @@ def cache_key(mlir: str, flags: tuple[str, ...]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps({"mlir": mlir, "flags": list(flags), "compiler": compiler_version()}, sort_keys=True).encode())
     return h.hexdigest()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def compile_timeout() -> float:
@@ -139,22 +136,7 @@ def compile_mlir(mlir: str, flags: tuple[str, ...], *, what: str = "module", tim
     return out
 
 
-def _atomic_write(path: Path, data: bytes):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shared cache is readable like any other file
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _read_verified(vmfb: Path, meta: Path) -> bytes | None:
+def read_verified(vmfb: Path, meta: Path) -> bytes | None:
     """The artifact's bytes if they hash to its sidecar's SHA-256; None if missing, truncated or corrupted."""
     try:
         want = json.loads(meta.read_text())["sha256"]
@@ -208,7 +190,7 @@ def cached_compile(mlir: str, flags: tuple[str, ...], *, what: str = "module", i
     key = cache_key(mlir, flags)
     d = cache_dir()
     vmfb, meta = d / f"{key}.vmfb", d / f"{key}.json"
-    data = _read_verified(vmfb, meta)
+    data = read_verified(vmfb, meta)
     if data is not None:
         return vmfb, data
     try:
@@ -218,7 +200,7 @@ def cached_compile(mlir: str, flags: tuple[str, ...], *, what: str = "module", i
         return None, compile_mlir(mlir, flags, what=what)
     with _key_lock(d, key):
         # Another process may have built it while this one waited for the lock.
-        data = _read_verified(vmfb, meta)
+        data = read_verified(vmfb, meta)
         if data is not None:
             return vmfb, data
         data = compile_mlir(mlir, flags, what=what)
@@ -227,12 +209,63 @@ def cached_compile(mlir: str, flags: tuple[str, ...], *, what: str = "module", i
             # between the two writes leaves a pair that fails verification and is rebuilt.
             record = {"sha256": sha256_bytes(data), "bytes": len(data), "flags": list(flags),
                       "compiler": compiler_version(), "what": what, **(info or {})}
-            _atomic_write(meta, json.dumps(record, sort_keys=True, indent=1, default=str).encode())
-            _atomic_write(vmfb, data)
+            atomic_write(meta, json.dumps(record, sort_keys=True, indent=1, default=str).encode())
+            atomic_write(vmfb, data)
         except OSError as e:
             _warn_unwritable(d, e)
             return None, data
     return vmfb, data
+
+
+# -- the configuration -> artifact index -----------------------------------------------------------------
+# A cache hit by configuration skips rendering and parsing: the index maps the identity of a configuration
+# to the content key of its artifact. That identity must cover every input of the artifact: the config,
+# the flags, the compiler, and every source that shapes the rendered program (all of the package's Python
+# modules and the templates; the baked constants come from numerics, the quirks from targets, ...). A new
+# release of the package therefore never serves an artifact built by the old code.
+
+
+def source_fingerprint(template_dir: Path) -> str:
+    """A hash of the package's Python sources and of the templates in ``template_dir``."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None or _FINGERPRINT[0] != str(template_dir):
+        h = hashlib.sha256()
+        package = Path(__file__).resolve().parent
+        files = sorted(package.rglob("*.py")) + sorted(Path(template_dir).glob("*.j2"))
+        for f in files:
+            h.update((f.name if f.suffix == ".j2" else f.relative_to(package).as_posix()).encode())
+            h.update(f.read_bytes())
+        _FINGERPRINT = (str(template_dir), h.hexdigest())
+    return _FINGERPRINT[1]
+
+
+_FINGERPRINT: tuple[str, str] | None = None
+
+
+def _index_path(identity: dict) -> Path:
+    ident = json.dumps({**identity, "compiler": compiler_version()}, sort_keys=True, default=str)
+    return cache_dir() / _INDEX_DIR / (hashlib.sha256(ident.encode()).hexdigest() + ".key")
+
+
+def lookup_index(identity: dict) -> tuple[str, Path, bytes] | None:
+    """(key, path, verified bytes) of the artifact indexed under ``identity``, or None."""
+    try:
+        key = _index_path(identity).read_text().strip()
+        vmfb = cache_dir() / f"{key}.vmfb"
+        data = read_verified(vmfb, vmfb.with_suffix(".json"))
+    except OSError:
+        return None
+    return None if data is None else (key, vmfb, data)
+
+
+def store_index(identity: dict, key: str) -> None:
+    """Index the artifact ``key`` under ``identity``; best effort (the content-addressed cache holds it anyway)."""
+    index = _index_path(identity)
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(index, key.encode())
+    except OSError:
+        pass
 
 
 def _cache_files(d: Path, pattern=_CACHE_FILE) -> list[Path]:

@@ -12,13 +12,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import registry as R
-from .errors import QDQError
+import numpy as np
 
-# Attributes that are baked even in runtime-parameter mode.
-STRUCTURAL = {"range_given", "round_mode", "axis"}
-# V3 computes its integer range on device from the num_bits tensor, so signedness/narrowness are structural.
-STRUCTURAL_V3 = STRUCTURAL | {"signed_input", "narrow_range"}
+from . import ops, targets
+from .errors import Checker, QDQError
+from .validation import bind, check_attr
+
 PARAM_MODES = ("runtime", "baked")
 
 
@@ -66,19 +65,17 @@ class OpConfig:
     def make(op: str, attrs: Mapping[str, Any] | None = None, dtype: str = "float32", shape="?",
              target: str = "cpu", params: str = "runtime") -> "OpConfig":
         """Validate and normalise: every attribute filled in (defaults), unknown ones rejected."""
-        spec = R.get(op)
+        spec = ops.get(op)
         attrs = dict(attrs or {})
-        from .validation import _Checker, _check_attr
-        c = _Checker(spec)
+        c = Checker(spec.name)
         unknown = sorted(set(attrs) - set(spec.attr_map))
         if unknown:
             c.fail(f"unknown attribute {unknown[0]!r}; attributes of {op}: {', '.join(spec.attr_map) or 'none'}",
                    unknown[0])
-        full = {a.name: _check_attr(c, a, attrs.get(a.name, a.default)) for a in spec.attrs}
+        full = {a.name: check_attr(c, a, attrs.get(a.name, a.default)) for a in spec.attrs}
         if dtype not in spec.dtypes:
             c.fail(f"dtype {dtype!r} is not supported; allowed: {', '.join(spec.dtypes)}", "dtype")
-        from . import targets as _targets
-        _targets.get(target)  # an unknown target is a QDQError listing the known ones
+        targets.get(target)  # an unknown target is a QDQError listing the known ones
         if params not in PARAM_MODES:
             c.fail(f"params={params!r}; allowed: {', '.join(PARAM_MODES)}", "params")
         shape = parse_shape(shape)
@@ -87,8 +84,8 @@ class OpConfig:
         return cfg
 
     @property
-    def spec(self) -> R.OpSpec:
-        return R.get(self.op)
+    def spec(self) -> ops.OpSpec:
+        return ops.get(self.op)
 
     @property
     def attr(self) -> dict[str, Any]:
@@ -100,29 +97,22 @@ class OpConfig:
 
     @property
     def structural(self) -> set[str]:
-        return STRUCTURAL_V3 if self.spec.num_bits_input else STRUCTURAL
+        return set(self.spec.family.structural(self.spec))
 
     def check_static(self):
         """Validate the config with the same checks as a call (validation.bind), on stand-in arrays of
         its shape (a dynamic dim counts as 1): attribute ranges, axis against rank, PerChannel rank."""
-        import numpy as np
-        from .validation import bind
         spec, a = self.spec, self.attr
         dims = tuple(1 if d is None else d for d in self.shape)
-        if spec.per_channel_last and dims:
-            axis = len(dims) - 1
-        elif spec.has_axis and 0 <= a["axis"] < len(dims):
-            axis = a["axis"]
-        else:
-            axis = None
-        pshape = () if axis is None else (dims[axis],)
+        axis = spec.family.channel_axis(spec, a, len(dims))
+        pshape = (dims[axis],) if axis is not None and 0 <= axis < len(dims) else ()
         dt = np.dtype(self.dtype)
         kwargs = {}
         for inp in spec.inputs:
-            if inp.role in ("data", "grad"):
+            if inp.layout == ops.DATA:
                 kwargs[inp.name] = np.zeros(dims, dt)
-            elif inp.role == "num_bits":
-                kwargs[inp.name] = np.int32(8)
+            elif inp.layout == ops.SCALAR:
+                kwargs[inp.name] = np.array(8, inp.dtype)
             else:
                 kwargs[inp.name] = np.full(pshape, -1.0 if inp.role == "min" else 1.0, dt)
         bind(self.op, {**kwargs, **{k: v for k, v in a.items()}})
@@ -138,3 +128,36 @@ class OpConfig:
 
     def __str__(self):
         return json.dumps(self.key(), sort_keys=True)
+
+
+# -- canonical shapes --------------------------------------------------------------------------------------
+# The Python path runs every call in one of three layouts (ops.FLAT, ops.LAST, ops.AXIS), so that one
+# dynamic-shape artifact serves every shape of a kind: NumPy reshapes of contiguous arrays are free and the
+# arithmetic is element-wise within a channel, so the bits are unchanged.
+
+LAYOUT_RANK = {ops.FLAT: 1, ops.LAST: 2, ops.AXIS: 3}
+# The structural attribute a layout fixes (AXIS runs the [outer, C, inner] view with axis 1).
+LAYOUT_ATTRS = {ops.FLAT: {}, ops.LAST: {}, ops.AXIS: {"axis": 1}}
+
+
+def canonical_dims(layout: str, shape: tuple[int, ...], axis: int | None) -> tuple[int, ...]:
+    """The shape of data of ``shape`` in ``layout`` (channel ``axis``)."""
+    if layout == ops.FLAT or axis is None:
+        return (int(np.prod(shape, dtype=np.int64)),)
+    if layout == ops.LAST:
+        return (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
+    return (int(np.prod(shape[:axis], dtype=np.int64)), shape[axis], int(np.prod(shape[axis + 1:], dtype=np.int64)))
+
+
+def layout_of(spec: ops.OpSpec, attrs) -> str:
+    """The layout a call of ``spec`` with ``attrs`` runs in (per-tensor calls are always FLAT)."""
+    return spec.family.layout(spec, attrs)
+
+
+def sample_shape(layout: str, size: int) -> tuple[int, ...]:
+    """A data shape of about ``size`` elements in ``layout`` (8 channels last; 4 channels between 10s)."""
+    if layout == ops.LAST:
+        return (max(size // 8, 1), 8)
+    if layout == ops.AXIS:
+        return (max(size // 40, 1), 4, 10)
+    return (size,)

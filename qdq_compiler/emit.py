@@ -1,6 +1,6 @@
 """Render an ``OpConfig`` into StableHLO text from the Jinja2 templates in ``templates/``.
 
-Only validated numbers (as exact hex bit patterns) and identifiers from the registry reach a
+Only validated numbers (as exact hex bit patterns) and identifiers from the op registry reach a
 template. Every rendered module is parsed and verified with ``iree.compiler.ir`` before it is
 returned, so a template bug surfaces here, with the rendered text and the line, not inside iree-compile.
 """
@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import registry as R
+from . import dtypes, ops, targets
 from .config import OpConfig
 from .errors import TemplateError
-from .oracle import fake_quant as _fq
-from .oracle.qdq import int_range
-from .oracle.numerics import bits, int_to
+from .numerics import bits
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 if not TEMPLATE_DIR.is_dir():  # installed as a wheel: templates ship inside the package
@@ -27,13 +26,6 @@ if not TEMPLATE_DIR.is_dir():  # installed as a wheel: templates ship inside the
 if os.environ.get("QDQ_TEMPLATE_DIR"):  # tests/test_lit_mutation.py renders from a (broken) copy
     TEMPLATE_DIR = Path(os.environ["QDQ_TEMPLATE_DIR"])
 
-_MLIR_TYPES = {"float32": "f32", "float64": "f64"}
-_TEMPLATE_OF_FAMILY = {
-    R.QDQ: "qdq.mlir.j2",
-    R.QDQ_GRAD: "qdq_grad.mlir.j2",
-    R.FAKE_QUANT: "fake_quant.mlir.j2",
-    R.FAKE_QUANT_GRAD: "fake_quant_grad.mlir.j2",
-}
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,67 +49,59 @@ class Param:
     baked: bool
 
 
-def param_values(spec: R.OpSpec, attrs: dict, dtype: str) -> list[tuple[str, str, np.generic]]:
-    """The parameters a program needs from its numeric attributes, computed on the host, exactly.
-
-    QDQ: the integer range converted to T. V1 with a given range: its float attrs in T. FakeQuant Args:
-    the whole nudged range (a host computation with TF's float32 order and FTZ, like the oracle).
-    Vars/PerChannel: the quantisation levels; the nudge itself runs on device from the min/max tensors.
-    """
-    T = np.dtype(dtype)
-    t = _MLIR_TYPES[dtype]
-    if spec.family == R.QDQ and not spec.num_bits_input:
-        qmin, qmax = int_range(attrs["signed_input"], attrs["num_bits"], attrs.get("narrow_range", False))
-        out = [("qmin", t, int_to(qmin, T)[()]), ("qmax", t, int_to(qmax, T)[()])]
-        if spec.range_from == "attr" and attrs["range_given"]:
-            out += [("range_lo", t, np.float32(attrs["input_min"]).astype(T)),
-                    ("range_hi", t, np.float32(attrs["input_max"]).astype(T))]
-        return out
-    if spec.family in (R.FAKE_QUANT, R.FAKE_QUANT_GRAD):
-        if spec.range_from == "attr":
-            n = _fq.nudge(np.float32(attrs["min"]), np.float32(attrs["max"]), attrs["num_bits"], attrs["narrow_range"])
-            return [(name, "f32", np.float32(getattr(n, name)))
-                    for name in ("nudged_min", "nudged_max", "scale", "inv", "qzero")]
-        quant_min = 1 if attrs["narrow_range"] else 0
-        return [("quant_min", "f32", np.float32(quant_min)), ("quant_max", "f32", np.float32((1 << attrs["num_bits"]) - 1))]
-    return []
+def param_values(spec: ops.OpSpec, attrs: dict, dtype: str) -> list[tuple[str, str, np.generic]]:
+    """The parameters a program needs from its numeric attributes, computed on the host, exactly
+    (each family says which: ``Family.params``)."""
+    return spec.family.params(spec, attrs, dtype)
 
 
 def _dim(d) -> str:
     return "?" if d is None else str(d)
 
 
+class _Vars(dict):
+    """The family's template switches (``k.v.<name>``); a name the family does not define is an error."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"the family defines no template variable {name!r}; it has: {', '.join(self)}") \
+                from None
+
+
 class RenderContext:
-    """Everything a template may use: types, rank, axis, the argument list and parameters."""
+    """Everything a template may use: types, rank, axis, the argument list, parameters, the family's
+    switches (``k.v``), the target's typed quirks (``k.quirks``) and limits."""
 
     def __init__(self, cfg: OpConfig, attrs: dict):
         spec = cfg.spec
+        target = targets.get(cfg.target)
         self.cfg, self.spec, self.op, self.fn = cfg, spec, cfg.op, cfg.op
-        self.T = _MLIR_TYPES[cfg.dtype]
+        self.dtype = dtypes.get(cfg.dtype)
+        self.T = self.dtype.mlir
+        self.I = self.dtype.int_mlir        # the integer of the element's width, for bit manipulations
         self.rank = cfg.rank
         self.dims = list(cfg.shape)
         self.attrs = attrs
-        if spec.per_channel_last:
-            self.axis = self.rank - 1
-        elif spec.has_axis and attrs["axis"] >= 0:
-            self.axis = attrs["axis"]
-        else:
-            self.axis = None
+        axis = spec.family.channel_axis(spec, attrs, self.rank)
+        self.axis = axis if axis is not None and self.rank > 0 else None
         self.ttype = self.tensor_type(self.T)
         self.ptype = self.param_type(self.T)
         self.reduce_dims = [d for d in range(self.rank) if d != self.axis]
         self.reduce_dims_static = all(self.dims[d] is not None for d in self.reduce_dims)
-        self.range_given = attrs.get("range_given", spec.range_from != "data")
+        self.range_given = attrs.get("range_given", True)
         self.half_up = attrs.get("round_mode") == "HALF_UP"
         self.signed = attrs.get("signed_input", True)
         self.narrow = attrs.get("narrow_range", False)
+        self.v = _Vars(spec.family.template_vars(spec, attrs))
         pv = param_values(spec, dict(attrs), cfg.dtype)
         self.params = [Param(n, t, v, cfg.params == "baked") for n, t, v in pv]
         self.np = np
-        from .targets import TARGETS
-        target = TARGETS.get(cfg.target)
-        self.quirks = target.quirks if target else ()
-        self.np_dtype = np.dtype(cfg.dtype)
+        self.quirks = target.quirks
+        # Loops are bounded on this target: reductions over static dims run in two bounded stages.
+        self.loop_limited = target.limits.max_loop_iterations is not None
+        self.np_dtype = self.dtype.np
 
     # -- types --------------------------------------------------------------------------------
     def tensor_type(self, etype: str) -> str:
@@ -137,9 +121,9 @@ class RenderContext:
         etype = etype or self.T
         if etype.startswith("i"):
             return str(int(value))
-        np_t = {"f32": np.float32, "f64": np.float64}[etype]
+        np_t = dtypes.get(dtypes.from_mlir(etype)).np
         b = int(bits(np.asarray(value, np_t)))
-        return f"0x{b:0{np.dtype(np_t).itemsize * 2}X}"
+        return f"0x{b:0{np_t.itemsize * 2}X}"
 
     def reduce_window(self, budget: int = 4096) -> list[int]:
         """Window sizes for a two-stage reduction: 1 on the channel, about budget^(1/r) on each reduced dim."""
@@ -164,14 +148,14 @@ class RenderContext:
 
     def sign_mask(self, itype: str) -> str:
         """The sign bit of a float of the integer width ``itype``, as a signed decimal literal."""
-        return str(-(1 << 63) if itype == "i64" else -(1 << 31))
+        return str(-(1 << (int(itype[1:]) - 1)))
 
     # -- the function signature -----------------------------------------------------------------
-    def input_type(self, inp: R.Input) -> str:
-        if inp.role in ("data", "grad"):
+    def input_type(self, inp: ops.Input) -> str:
+        if inp.layout == ops.DATA:
             return self.ttype
-        if inp.role == "num_bits":
-            return "tensor<i32>"
+        if inp.layout == ops.SCALAR:
+            return f"tensor<{dtypes.mlir_of(inp.dtype)}>"
         return self.ptype  # min / max: 0-d per-tensor, [C] per-channel
 
     @property
@@ -186,16 +170,15 @@ class RenderContext:
 
     @property
     def result_types(self) -> list[str]:
-        if self.spec.family in (R.QDQ, R.FAKE_QUANT) or self.spec.outputs == ("backprops",):
-            return [self.ttype]
-        return [self.ttype, self.ptype, self.ptype]
+        """The first output has the data's type, any others the range's (OpSpec.outputs)."""
+        return [self.ttype] + [self.ptype] * (len(self.spec.outputs) - 1)
 
 
 def render(cfg: OpConfig, attrs: dict | None = None) -> str:
     """StableHLO text for ``cfg``; parsed and verified before it is returned."""
     attrs = dict(cfg.attrs) if attrs is None else dict(attrs)
     ctx = RenderContext(cfg, attrs)
-    tmpl = _env().get_template(_TEMPLATE_OF_FAMILY[cfg.spec.family])
+    tmpl = _env().get_template(cfg.spec.family.template)
     text = _tidy(tmpl.render(k=ctx))
     verify(text, what=cfg.describe())
     return text
@@ -226,7 +209,6 @@ def verify(text: str, what: str = "module") -> None:
     except Exception as e:  # ir.MLIRError: diagnostics with locations
         lines = text.splitlines()
         detail = str(e)
-        import re
         m = re.search(r"loc\(\"-\":(\d+):(\d+)\)|:(\d+):(\d+)", detail)
         where = ""
         if m:

@@ -35,3 +35,37 @@ class TemplateError(QDQError):
 
 class BundleError(QDQError):
     """A bundle is missing, tampered with or does not fit this runtime."""
+
+
+class Checker:
+    """Raises the errors of one op: each check is one line naming the argument, what is allowed, and
+    TF's own words (``tf=``) where TF has them. Shared by ``validation`` and the op-family checks."""
+
+    def __init__(self, op: str):
+        self.op = op
+
+    def fail(self, msg, arg=None, tf=None, cls=QDQError):
+        raise cls(msg, op=self.op, arg=arg, tf_message=tf)
+
+    def require(self, ok, msg, arg=None, tf=None):
+        if not ok:
+            self.fail(msg, arg, tf)
+
+
+def fmt_number(v) -> str:
+    """A number as C++'s ``operator<<`` prints it (6 significant digits), as in TF's messages."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        return str(int(v))
+    if isinstance(v, int) or type(v).__name__.startswith(("int", "uint")):
+        return str(int(v))
+    return "%g" % float(v)
+
+
+def shape_text(a) -> str:
+    """An array's shape as TF prints it in messages: [2,3]."""
+    return "[" + ",".join(str(d) for d in a.shape) + "]"
+
+
+def axes_text(rank: int) -> str:
+    """The allowed axis values for an input of ``rank``, in words."""
+    return f"-1 (per-tensor) or 0..{rank - 1}" if rank > 0 else "only -1 (per-tensor; the input is a scalar)"

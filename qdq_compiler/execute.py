@@ -1,21 +1,21 @@
 """Run a validated ``Call`` on a compiled target.
 
-The Python path canonicalises shapes to keep the number of artifacts small: a per-tensor op is run
-on the flattened data (one rank-1 artifact for every shape), a per-axis op on the [outer, C, inner]
-view (rank 3, axis 1), and the last-axis PerChannel ops on [batch, d]. NumPy reshapes of contiguous
-arrays are free, and the arithmetic is element-wise within a channel, so the bits are unchanged.
-Numeric attributes travel as trailing 0-d arguments (see config.py).
+The Python path canonicalises shapes to keep the number of artifacts small (config.py's layouts): a
+per-tensor op is run on the flattened data (one rank-1 artifact for every shape), a per-axis op on the
+[outer, C, inner] view (rank 3, axis 1), and the last-axis PerChannel ops on [batch, d]. Numeric
+attributes travel as trailing 0-d arguments (see config.py).
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 
 from . import compile as _compile
-from . import emit, runtime, targets
-from .config import OpConfig
+from . import emit, ops, runtime, targets
+from .config import LAYOUT_ATTRS, LAYOUT_RANK, OpConfig, canonical_dims, layout_of
+from .errors import QDQError
+from .oracle import compute
 from .validation import Call
 
 
@@ -40,31 +40,10 @@ class Artifact:
 _artifacts: dict[tuple, Artifact] = {}
 
 
-def _template_fingerprint() -> str:
-    """A hash of the templates and the emitter: a cached artifact is reused only if they are unchanged."""
-    global _FINGERPRINT
-    if _FINGERPRINT is None:
-        import hashlib
-        from pathlib import Path
-        h = hashlib.sha256()
-        files = sorted(Path(emit.TEMPLATE_DIR).glob("*.j2")) + [Path(emit.__file__), Path(__file__).with_name("oracle") / "fake_quant.py"]
-        for f in files:
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-        _FINGERPRINT = h.hexdigest()
-    return _FINGERPRINT
-
-
-_FINGERPRINT = None
-
-
-def _index_path(cfg: OpConfig, flags: tuple[str, ...]):
-    """Where the config -> artifact-key index entry of ``cfg`` lives (skips rendering on a cache hit)."""
-    import hashlib
-    import json
-    ident = json.dumps({"config": cfg.key(), "flags": list(flags), "compiler": _compile.compiler_version(),
-                        "templates": _template_fingerprint()}, sort_keys=True)
-    return _compile.cache_dir() / "index" / (hashlib.sha256(ident.encode()).hexdigest() + ".key")
+def _index_identity(cfg: OpConfig, flags: tuple[str, ...]) -> dict:
+    """What the config -> artifact index is keyed on: everything that shapes the artifact."""
+    return {"config": cfg.key(), "flags": list(flags),
+            "sources": _compile.source_fingerprint(emit.TEMPLATE_DIR)}
 
 
 def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
@@ -77,14 +56,10 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     art = _artifacts.get((cfg, flags))
     if art is not None:
         return art
-    index = _index_path(cfg, flags)
-    try:
-        key = index.read_text().strip()
-        vmfb_path = _compile.cache_dir() / f"{key}.vmfb"
-        data = _compile._read_verified(vmfb_path, vmfb_path.with_suffix(".json"))
-    except OSError:
-        data = None
-    if data is not None:
+    identity = _index_identity(cfg, flags)
+    hit = _compile.lookup_index(identity)
+    if hit is not None:
+        key, vmfb_path, data = hit
         art = Artifact(cfg, flags, data, vmfb_path, key)
     else:
         mlir = emit.render(cfg)
@@ -92,30 +67,17 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
         key = _compile.cache_key(mlir, flags)
         art = Artifact(cfg, flags, data, path, key, mlir)
         if path is not None:
-            try:
-                index.parent.mkdir(parents=True, exist_ok=True)
-                _compile._atomic_write(index, key.encode())
-            except OSError:
-                pass  # the index is an optimisation; the content-addressed cache still holds the artifact
+            _compile.store_index(identity, key)
     _artifacts[(cfg, flags)] = art
     return art
 
 
 def _shape_plan(call: Call):
-    """(canonical shape string, the structural attrs to use, a function from array name to its view)."""
-    x = call.data
+    """(canonical shape string, the structural attrs it fixes, a function from a data-shaped array to its view)."""
     axis = call.per_channel_axis()
-    spec = call.spec
-    if axis is None:
-        return "?", {}, lambda a: a.reshape(-1)
-    if spec.per_channel_last:
-        d = x.shape[-1]
-        b = int(np.prod(x.shape[:-1], dtype=np.int64))
-        return "?x?", {}, lambda a: a.reshape(b, d)
-    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
-    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
-    c = x.shape[axis]
-    return "?x?x?", {"axis": 1}, lambda a: a.reshape(outer, c, inner)
+    layout = layout_of(call.spec, call.attrs) if axis is not None else ops.FLAT
+    dims = canonical_dims(layout, call.data.shape, axis)
+    return "x".join(["?"] * LAYOUT_RANK[layout]), LAYOUT_ATTRS[layout], lambda a: a.reshape(dims)
 
 
 def config_for_call(call: Call, target: str) -> OpConfig:
@@ -124,10 +86,10 @@ def config_for_call(call: Call, target: str) -> OpConfig:
 
 
 def _runtime_config(call: Call, target: str, shape: str, override: dict) -> OpConfig:
-    structural = {k: v for k, v in call.attrs.items()
-                  if k in (OpConfig.make(call.op).structural)}
-    structural.update(override)
-    return OpConfig.make(call.op, structural, call.dtype.name, shape, target, "runtime")
+    structural = call.spec.family.structural(call.spec)
+    attrs = {k: v for k, v in call.attrs.items() if k in structural}
+    attrs.update(override)
+    return OpConfig.make(call.op, attrs, call.dtype.name, shape, target, "runtime")
 
 
 _run_plans: dict = {}
@@ -144,15 +106,13 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     (see runtime.py); the artifact, its parameters and the bound function are looked up once per
     (op, attributes, dtype, shape kind, target).
     """
-    if target == "oracle":
-        from .oracle import compute
+    t = targets.get(target, reference_ok=True)
+    if t.is_reference:
         return _into_out(compute(call), out)
-    t = targets.get(target)
     t.require_available()
-    if call.data.size == 0 and not t.limits.get("empty_buffers", True):
+    if call.data.size == 0 and not t.limits.empty_buffers:
         # Vulkan rejects zero-sized bindings. An empty input has no element to compute: its outputs are
         # empty and its range gradients are sums over nothing, so the host answers without a dispatch.
-        from .oracle import compute
         return _into_out(compute(call), out)
     fn, args, view = prepare(call, target, static)
     spec = call.spec
@@ -163,7 +123,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
         outs = outs or [None] * len(spec.outputs)
         for i in fn.storage_args:
             if outs[i] is None:
-                shape = x.shape if i == 0 else call.arrays[spec.input("min").name].shape
+                shape = x.shape if i == 0 else _range_shape(call)
                 outs[i] = runtime.empty_aligned(shape, call.dtype, fn.import_alignment)
     views = None
     if outs is not None:
@@ -171,10 +131,9 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     results = fn(args, views) if views is not None else fn(args)
     result = [outs[0] if outs is not None and outs[0] is not None else results[0].reshape(x.shape)]
     if len(results) > 1:
-        mn = call.arrays[spec.input("min").name]
         for i, o in enumerate(results[1:], 1):
             given = outs[i] if outs is not None else None
-            result.append(given if given is not None else o.reshape(mn.shape))
+            result.append(given if given is not None else o.reshape(_range_shape(call)))
     return tuple(result)
 
 
@@ -210,16 +169,20 @@ def prepare(call: Call, target: str = "cpu", static: bool = False):
     args = []
     for inp in spec.inputs:
         a = call.arrays[inp.name]
-        args.append(view(a) if inp.role in ("data", "grad") else a)
+        args.append(view(a) if inp.layout == ops.DATA else a)
     args += params
     return fn, args, view
+
+
+def _range_shape(call: Call) -> tuple[int, ...]:
+    """The shape of the outputs after the first (OpSpec.outputs): that of the range inputs."""
+    return call.arrays[call.spec.inputs_of(ops.RANGE)[0]].shape
 
 
 def _out_list(spec, call: Call, out):
     """``out`` as one entry per output (None: allocate), each checked against the output it receives."""
     if out is None:
         return None
-    from .errors import QDQError
     outs = [out] if isinstance(out, np.ndarray) else list(out)
     if len(outs) > len(spec.outputs):
         raise QDQError(f"out: {len(outs)} arrays for {len(spec.outputs)} outputs ({', '.join(spec.outputs)})", arg="out")
@@ -228,7 +191,7 @@ def _out_list(spec, call: Call, out):
     for i, o in enumerate(outs):
         if o is None:
             continue
-        want = x.shape if i == 0 else call.arrays[spec.input("min").name].shape
+        want = x.shape if i == 0 else _range_shape(call)
         if not isinstance(o, np.ndarray) or o.shape != tuple(want) or o.dtype != call.dtype \
                 or not o.flags.c_contiguous or not o.flags.writeable:
             raise QDQError(f"out for {spec.outputs[i]} must be a writable C-contiguous {call.dtype.name} array of "
@@ -253,33 +216,20 @@ def _into_out(results, out):
 
 
 def _needs_static_reduction(call: Call, t, view) -> bool:
-    """A reduction longer than the target's dynamic limit (lavapipe's loop cap): compile the exact shape,
-    whose reductions are split into bounded stages (macros.mlir.j2, reduce_two_stage)."""
-    limit = t.limits.get("dynamic_reduce_max")
-    if not limit:
-        return False
-    spec = call.spec
-    reduces = (spec.family == "qdq" and not call.attrs.get("range_given", True)) or bool(spec.sum_outputs)
-    if not reduces:
+    """A reduction longer than the target's loop limit (lavapipe's): compile the exact shape, whose
+    reductions are split into bounded stages (macros.mlir.j2, reduce_two_stage)."""
+    limit = t.limits.max_loop_iterations
+    if not limit or not call.spec.family.reduces(call.spec, call.attrs):
         return False
     data = view(call.data)
-    axis = call.per_channel_axis()
-    channels = data.shape[{None: None}.get(axis, 1)] if axis is not None and data.ndim > 1 else 1
-    if spec.per_channel_last:
-        channels = data.shape[-1]
+    channels = data.shape[1] if data.ndim > 1 else 1
     return data.size // max(channels, 1) > limit
 
 
 def config_for_entry(entry, target: str, shape: tuple[int, ...] | None = None) -> OpConfig:
     """The artifact a validation-matrix entry runs: dynamic dims, or ``shape`` when static."""
-    from . import registry as R
-    spec = R.get(entry.op)
+    spec = ops.get(entry.op)
     attrs = dict(entry.attrs)
-    if spec.per_channel_last:
-        rank = 2
-    elif attrs.get("axis", -1) >= 0:
-        rank = 3
-    else:
-        rank = 1
+    rank = LAYOUT_RANK[layout_of(spec, attrs)]
     dims = "x".join(["?"] * rank) if shape is None else "x".join(map(str, shape))
     return OpConfig.make(entry.op, attrs, entry.dtype, dims, target, "runtime")

@@ -1,4 +1,4 @@
-"""Build ``raw_ops``-style callables from the registry, for the oracle and for compiled targets alike."""
+"""Build ``raw_ops``-style callables from the op registry, for the oracle and for compiled targets alike."""
 from __future__ import annotations
 
 import collections
@@ -6,7 +6,7 @@ import functools
 import inspect
 from typing import Any, Callable
 
-from . import registry as R
+from . import ops as R
 from .validation import Call, bind
 
 

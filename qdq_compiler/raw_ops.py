@@ -1,7 +1,7 @@
 """``qdq_compiler.raw_ops``: the compiled ops, named and called like ``tf.raw_ops``, plus ``target=``."""
 from __future__ import annotations
 
-from . import registry as _R
+from . import ops as _R
 from .opfuncs import make_raw_op as _make
 
 

@@ -43,10 +43,13 @@ import json
 import os
 import re
 import threading
-import weakref
 from typing import Sequence
 
 import numpy as np
+
+from .host_memory import (DEFAULT_IMPORT_ALIGNMENT, Constant, _aligned_empty, _as_host_array, _constants,
+                          _dtype_of, _element_type, _view_of)
+from .host_memory import _Keep, empty_aligned  # noqa: F401  (re-exported: runtime.empty_aligned is public)
 
 CPU_DRIVERS = ("local-sync", "local-task")
 
@@ -62,7 +65,6 @@ TASK_MAX_BYTES = 32 << 20
 ZERO_COPY_MIN_BYTES = 1 << 16
 # Upper bound of the memory each CPU device's caching allocator keeps (outstanding + free buffers).
 POOL_BYTES = 1 << 30
-DEFAULT_IMPORT_ALIGNMENT = 64  # IREE's binding alignment contract
 
 _lock = threading.RLock()
 _devices: dict[str, object] = {}
@@ -136,53 +138,7 @@ def import_alignment(backend: str, flags: Sequence[str]) -> int:
     return DEFAULT_IMPORT_ALIGNMENT
 
 
-# -- NumPy memory helpers --------------------------------------------------------------------------
-
-class _Keep:
-    """The ``base`` of a NumPy array that views IREE memory: holds the buffer and its mapping alive."""
-    __slots__ = ("__array_interface__", "_refs", "__weakref__")
-
-    def __init__(self, iface: dict, refs: tuple):
-        self.__array_interface__ = iface
-        self._refs = refs
-
-
-def _view_of(ptr: int, shape, dtype: np.dtype, refs: tuple) -> np.ndarray:
-    """A writable array over ``ptr`` whose base keeps ``refs`` alive."""
-    iface = {"shape": tuple(shape), "typestr": dtype.str, "data": (ptr, False), "version": 3}
-    return np.asarray(_Keep(iface, refs))
-
-
-def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
-    """A uint8 NumPy array of ``nbytes`` whose address is a multiple of ``alignment``."""
-    raw = np.empty(nbytes + alignment, np.uint8)
-    off = (-raw.ctypes.data) % alignment
-    return raw[off:off + nbytes]
-
-
-def empty_aligned(shape, dtype, alignment: int = DEFAULT_IMPORT_ALIGNMENT) -> np.ndarray:
-    """An uninitialised NumPy array aligned for import (for example an ``out=`` reused across calls)."""
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
-    return _aligned_empty(n * dtype.itemsize, alignment).view(dtype).reshape(shape)
-
-
-def _as_host_array(a) -> np.ndarray:
-    if type(a) is not np.ndarray:
-        a = np.asarray(a)
-    if a.dtype == np.bool_:
-        a = a.astype(np.int8)
-    elif not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
-    if not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a)
-    return a
-
-
 _MT = _USAGE = _BV = None
-_constants: "weakref.WeakSet[Constant]" = weakref.WeakSet()
-_ETYPES: dict[str, object] = {}
-_DTYPES: dict[int, np.dtype] = {}
 
 
 def _init_constants():
@@ -191,58 +147,6 @@ def _init_constants():
     _BV = rt.HalBufferView
     _MT = int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE)
     _USAGE = int(rt.BufferUsage.DEFAULT)
-
-
-def _element_type(dtype: np.dtype):
-    et = _ETYPES.get(dtype.str)
-    if et is None:
-        from iree.runtime.array_interop import map_dtype_to_element_type
-        et = map_dtype_to_element_type(dtype)
-        if et is None:
-            raise TypeError(f"no IREE element type for {dtype}")
-        _ETYPES[dtype.str] = et
-    return et
-
-
-def _dtype_of(element_type) -> np.dtype:
-    key = int(element_type)
-    dt = _DTYPES.get(key)
-    if dt is None:
-        import iree.runtime as rt
-        dt = _DTYPES[key] = np.dtype(rt.HalElementType.map_to_dtype(element_type))
-    return dt
-
-
-class Constant:
-    """An argument that is the same on every call (an attribute parameter): imported once per device,
-    from a private read-only copy."""
-    __slots__ = ("array", "_refs", "__weakref__")
-
-    def __init__(self, value):
-        a = _as_host_array(value)
-        own = _aligned_empty(max(a.nbytes, 1), 64)[:a.nbytes].view(a.dtype).reshape(a.shape)
-        np.copyto(own, a)
-        own.setflags(write=False)
-        self.array = own
-        self._refs: dict[str, tuple] = {}
-        _constants.add(self)
-
-    @property
-    def nbytes(self) -> int:
-        return self.array.nbytes
-
-    def ref(self, v: "_Variant"):
-        hit = self._refs.get(v.driver)
-        if hit is None:
-            import iree.runtime as rt
-            a = self.array
-            alias = _view_of(a.ctypes.data, a.shape, a.dtype, (a,))  # the import API wants writable memory
-            buf = v.allocator.import_host_allocation(alias, memory_type=_MT, allowed_usage=_USAGE)
-            hit = self._refs[v.driver] = (rt.HalBufferView(buf, a.shape, _element_type(a.dtype)).ref, buf)
-        return hit[0]
-
-    def __repr__(self):
-        return f"Constant({self.array!r})"
 
 
 # -- loaded functions ------------------------------------------------------------------------------

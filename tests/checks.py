@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from qdq_compiler import registry
-from qdq_compiler.oracle.numerics import bit_equal, bits
+from qdq_compiler import ops as registry
+from qdq_compiler.numerics import bit_equal, bits, flush, three_d
 from goldens import decode
 
 
@@ -36,10 +36,9 @@ def zero_bound_from_data(case: dict, kwargs: dict) -> bool:
     Which zero a min/max reduction returns depends on its tie order, in TF as anywhere; so, as for
     all-zero data (policy 7), the sign of zero outputs is free there.
     """
-    from qdq_compiler.oracle.numerics import flush
-    from qdq_compiler.oracle.qdq import three_d
     spec = registry.get(case["op"])
-    if spec.family != registry.QDQ or kwargs.get("range_given", spec.attr_map["range_given"].default):
+    given = spec.attr_map.get("range_given")
+    if given is None or kwargs.get("range_given", given.default):
         return False
     x = flush(kwargs["input"])
     if x.size == 0:

@@ -4,7 +4,7 @@ import pytest
 
 import qdq_compiler as q
 from qdq_compiler import QDQError
-from qdq_compiler.oracle.numerics import bit_equal
+from qdq_compiler.numerics import bit_equal
 
 X = np.array([-2.0, -1.0, -0.3, 0.0, 0.4, 1.0, 1.7], np.float32)
 TARGETS = ["oracle", "cpu"]

@@ -28,7 +28,7 @@ import qdq_compiler as q
 from qdq_compiler import CompileError, QDQError, cli, emit, execute, targets
 from qdq_compiler import compile as C
 from qdq_compiler.config import OpConfig
-from qdq_compiler.oracle.numerics import bit_equal
+from qdq_compiler.numerics import bit_equal
 
 CPU_FLAGS = targets.get("cpu").compile_flags
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +99,7 @@ RUN_CHILD = textwrap.dedent("""
     import numpy as np
     import qdq_compiler as q
     from qdq_compiler import compile as C
-    from qdq_compiler.oracle.numerics import bit_equal
+    from qdq_compiler.numerics import bit_equal
     compiles = []
     real = C.compile_mlir
     C.compile_mlir = lambda *a, **k: compiles.append(1) or real(*a, **k)
@@ -346,7 +346,7 @@ def test_cli_cache_info_and_clear(cache, capsys, compile_counter):
     info = json.loads(out)
     assert info == {"dir": str(cache), "artifacts": 2, "bytes": len(a) + len(b)}
 
-    index = cache / "index"  # execute.py's config -> key index lives here
+    index = cache / "index"  # the config -> key index (compile.lookup_index) lives here
     index.mkdir(exist_ok=True)
     (index / ("a" * 64 + ".key")).write_text("b" * 64)
 
@@ -541,3 +541,46 @@ def test_good_compile_still_works_after_failures(cache, fresh_process_state):
     x = np.linspace(-2, 2, 33, dtype=np.float32)
     got = q.raw_ops.FakeQuantWithMinMaxArgs(inputs=x, num_bits=3)
     assert bit_equal(got, q.oracle.raw_ops.FakeQuantWithMinMaxArgs(inputs=x, num_bits=3))
+
+
+# -- the configuration -> artifact index covers every input of an artifact (issue 11) -------------------
+
+_KEY_SCRIPT = """
+import qdq_compiler, sys
+from qdq_compiler.config import OpConfig
+from qdq_compiler.execute import artifact_for
+assert qdq_compiler.__file__.startswith(sys.argv[1]), qdq_compiler.__file__
+art = artifact_for(OpConfig.make("FakeQuantWithMinMaxArgs", {}, "float32", "?", "cpu"))
+print(art.key, "rendered" if art._mlir is not None else "from-index")
+"""
+
+
+def test_index_is_not_stale_after_the_package_changes(tmp_path):
+    """A package upgrade keeps the user's cache: an edit anywhere in the package (here: the ``cpu`` target
+    gains the keeps_denormals quirk, which adds flush functions to the program) must not be served the
+    artifact the old code built. Before issue 11 the index hashed only the templates, emit.py and one
+    oracle module, and this served the stale artifact."""
+    import shutil
+    root = tmp_path / "copy"
+    shutil.copytree(Path(q.__file__).parent, root / "qdq_compiler",
+                    ignore=shutil.ignore_patterns("__pycache__", "goldens"))
+    shutil.copytree(emit.TEMPLATE_DIR, root / "templates")
+    env = {**os.environ, "PYTHONPATH": str(root), "QDQ_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("QDQ_TEMPLATE_DIR", None)
+
+    def artifact():
+        out = subprocess.run([sys.executable, "-c", _KEY_SCRIPT, str(root)], env=env, cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    key, how = artifact()
+    assert how == "rendered"
+    assert artifact() == [key, "from-index"]  # the index serves an unchanged package without rendering
+    tfile = root / "qdq_compiler" / "targets" / "__init__.py"
+    text = tfile.read_text()
+    cpu_line = '"llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact")'
+    assert cpu_line in text
+    tfile.write_text(text.replace(cpu_line, cpu_line[:-1] + ", quirks=Quirks(keeps_denormals=True))"))
+    new_key, how = artifact()
+    assert how == "rendered" and new_key != key

@@ -210,8 +210,8 @@ def test_run_oracle_target(npy, capsys, tmp_path):
 def test_ops_json(capsys):
     rc, out, err = qdqc(["ops", "--json"], capsys)
     assert rc == 0 and err == ""
-    from qdq_compiler import registry
-    assert list(json.loads(out)) == list(registry.OPS)
+    from qdq_compiler import ops
+    assert list(json.loads(out)) == list(ops.OPS)
 
 
 # ------------------------------------------------------------------------------------------------

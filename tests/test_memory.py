@@ -15,7 +15,7 @@ import numpy as np
 
 import qdq_compiler as q
 from qdq_compiler.oracle import raw_ops as oracle
-from qdq_compiler.oracle.numerics import bit_equal
+from qdq_compiler.numerics import bit_equal
 
 CALLS = 10_000
 MAX_GROWTH_MB = 4.0

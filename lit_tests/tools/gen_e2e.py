@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qdq_compiler import registry as R
+from qdq_compiler import ops as R
 from qdq_compiler.oracle import raw_ops as oracle
 
 E2E_DIR = Path(__file__).resolve().parent.parent / "e2e"

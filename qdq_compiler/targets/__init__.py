@@ -7,15 +7,51 @@ floor(v*s + 0.5), FakeQuant's s*inv - qzero). The default ``cpu`` target therefo
 portable x86-64 level without FMA: SSE4.1 keeps floor/roundeven as single instructions, and the
 vector width costs nothing on a memory-bound op. ``cpu-host`` tunes for this machine (``host``) and
 is documented as not bit-exact wherever contraction applies.
+
+What differs between targets is data here, never a branch elsewhere: typed ``Quirks`` (each one has
+exactly one workaround macro in templates/macros.mlir.j2, which the template reads as
+``k.quirks.<name>``; a misspelt name is an error, at import or at render time) and typed ``Limits``.
+"oracle" (the NumPy reference) is not a compile target: ``get(name, reference_ok=True)`` is the one
+place that lets it through, as ``REFERENCE``.
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from .errors import QDQError, TargetUnavailableError
+from ..errors import QDQError, TargetUnavailableError
 
 COMMON_FLAGS = ("--iree-input-type=stablehlo", "--iree-input-demote-f64-to-f32=false")
+
+
+@dataclass(frozen=True)
+class Quirks:
+    """Lowering behaviours of a target that TF's CPU kernels do not have, each with one workaround."""
+    keeps_denormals: bool = False            # no FTZ/DAZ: the program flushes subnormals itself (macro ftz)
+    folds_mul_by_zero: bool = False          # folds x * 0.0 to +0, losing TF's -0 (V3's unsigned qmin)
+    minmax_ignores_nan: bool = False         # min/max reductions skip NaN (macro reduce_range_nan)
+    roundeven_drops_zero_sign: bool = False  # roundeven(-0.5) is +0 (macro round_half_even)
+
+    def __post_init__(self):
+        for f in fields(self):
+            if not isinstance(getattr(self, f.name), bool):
+                raise TypeError(f"Quirks.{f.name} must be a bool")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a target cannot do, as numbers the generic code acts on."""
+    max_loop_iterations: int | None = None   # a loop stops after this many iterations (lavapipe: 65535):
+    #   reductions are split into bounded stages (macro reduce_two_stage) and longer ones compiled static
+    empty_buffers: bool = True               # can bind zero-sized buffers (Vulkan cannot: the host answers)
+
+    def __post_init__(self):
+        if self.max_loop_iterations is not None and (not isinstance(self.max_loop_iterations, int)
+                                                     or self.max_loop_iterations < 4096):
+            raise ValueError("Limits.max_loop_iterations must be an int >= 4096 (the two-stage reduction's "
+                             "window) or None")
+        if not isinstance(self.empty_buffers, bool):
+            raise TypeError("Limits.empty_buffers must be a bool")
 
 
 @dataclass(frozen=True)
@@ -28,10 +64,14 @@ class Target:
     bit_exact: bool = True        # documented expectation; deviations carry a note
     deviation: str = ""
     dtypes: tuple[str, ...] = ("float32", "float64")
-    dynamic_per_channel_reduce: bool = True   # reduction + per-channel broadcast with dynamic dims
     compile_only: bool = False
-    limits: dict = field(default_factory=dict)
-    quirks: tuple[str, ...] = ()  # lowering workarounds the templates render for this target only
+    limits: Limits = field(default_factory=Limits)
+    quirks: Quirks = field(default_factory=Quirks)
+    is_reference = False
+
+    def __post_init__(self):
+        if not isinstance(self.limits, Limits) or not isinstance(self.quirks, Quirks):
+            raise TypeError(f"target {self.name}: limits and quirks must be Limits and Quirks records")
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -49,6 +89,23 @@ class Target:
             raise TargetUnavailableError(f"target {self.name!r} cannot run here: {why}", arg="target")
 
 
+@dataclass(frozen=True)
+class Reference:
+    """The NumPy oracle, accepted where a caller asks for a reference run instead of a compiled one."""
+    name: str = "oracle"
+    description: str = "the NumPy reference (TF 2.21's CPU kernels, bit for bit)"
+    is_reference = True
+
+    def availability(self) -> tuple[bool, str]:
+        return True, ""
+
+    def require_available(self):
+        pass
+
+
+REFERENCE = Reference()
+
+
 @functools.lru_cache(maxsize=None)
 def _driver_available(driver: str) -> tuple[bool, str]:
     import iree.runtime as rt
@@ -63,6 +120,7 @@ def _driver_available(driver: str) -> tuple[bool, str]:
 
 
 _CPU_TRIPLE = "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu"
+_GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("cpu", "llvm-cpu", "local-sync",
@@ -77,24 +135,33 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            bit_exact=False,
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
-           dtypes=("float32", "float64"), quirks=("roundeven_drops_zero_sign", "folds_mul_by_zero")),
+           quirks=Quirks(roundeven_drops_zero_sign=True, folds_mul_by_zero=True)),
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),
            "Vulkan SPIR-V for Mesa's lavapipe (llvmpipe); other GPUs via --iree-vulkan-target",
-           dynamic_per_channel_reduce=False, limits={"loop_iterations": 65535, "empty_buffers": False, "dynamic_reduce_max": 65535},
-           quirks=("keeps_denormals", "folds_mul_by_zero", "minmax_ignores_nan", "loop_cap")),
+           limits=Limits(max_loop_iterations=65535, empty_buffers=False), quirks=_GPU_QUIRKS),
     Target("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_80",),
            "CUDA PTX for sm_80 (runs on Ampere and, JIT-compiled by the driver, on Hopper)",
-           quirks=("keeps_denormals", "folds_mul_by_zero", "minmax_ignores_nan")),
+           quirks=_GPU_QUIRKS),
 ]}
 
 
-def get(name: str) -> Target:
+def get(name: str, *, reference_ok: bool = False):
+    """The target called ``name``; with ``reference_ok``, "oracle" gives ``REFERENCE``.
+
+    Anything else is a QDQError listing what is allowed in this place.
+    """
+    if reference_ok and name == REFERENCE.name:
+        return REFERENCE
     try:
         return TARGETS[name]
     except (KeyError, TypeError):
-        raise QDQError(f"unknown target {name!r}; allowed: {', '.join(TARGETS)} (or 'oracle' for the NumPy "
-                       f"reference)", arg="target") from None
+        pass
+    allowed = ", ".join(TARGETS) + (f", or {REFERENCE.name!r} ({REFERENCE.description})" if reference_ok else "")
+    if name == REFERENCE.name:
+        raise QDQError(f"'oracle' is the NumPy reference, not a compile target; compile targets: {allowed}",
+                       arg="target") from None
+    raise QDQError(f"unknown target {name!r}; allowed: {allowed}", arg="target") from None
 
 
 def available_targets() -> list[str]:

@@ -1,0 +1,90 @@
+"""The one dtype table: every name a floating-point element type has in NumPy, MLIR, TF and the CLI.
+
+Every module that needs to turn a dtype into something else (an MLIR element type, a CLI alias, TF's
+name in an error message, the integer of the same width for bit tricks) reads it here, so a new type
+(float16, bfloat16 via ``ml_dtypes``) is one row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import QDQError
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str            # NumPy's name, the package's canonical spelling ("float32")
+    short: str           # CLI alias and report tag ("f32"), also the MLIR element type
+    tf: str              # TF's name in its error messages ("float")
+    int_mlir: str        # the signed integer of the same width, for bit manipulations in templates ("i32")
+
+    @property
+    def np(self) -> np.dtype:
+        return np.dtype(self.name)
+
+    @property
+    def mlir(self) -> str:
+        return self.short
+
+    @property
+    def bits(self) -> int:
+        return self.np.itemsize * 8
+
+    @property
+    def uint(self) -> np.dtype:
+        """The unsigned integer of the same width: the raw bit pattern."""
+        return np.dtype(f"uint{self.bits}")
+
+
+FLOATS: dict[str, DType] = {d.name: d for d in (
+    DType("float32", "f32", "float", "i32"),
+    DType("float64", "f64", "double", "i64"),
+)}
+# Integer types that appear as op inputs (V3's num_bits) or in function signatures.
+INTS: dict[str, str] = {"int32": "i32", "int64": "i64"}
+
+_ALIASES = {**{d.short: d for d in FLOATS.values()}, **FLOATS}
+
+
+def get(name) -> DType:
+    """The row of a float dtype given its name, CLI alias or a NumPy dtype; a QDQError lists the allowed ones."""
+    if isinstance(name, DType):
+        return name
+    key = name
+    if not isinstance(name, str):
+        try:
+            key = np.dtype(name).name
+        except TypeError:
+            key = None
+    try:
+        return _ALIASES[key]
+    except (KeyError, TypeError):
+        raise QDQError(f"dtype {name!r} is not supported; allowed: {allowed()}", arg="dtype") from None
+
+
+def allowed(names=None) -> str:
+    """'f32, f64' for the given canonical names (all float dtypes by default), as error messages list them."""
+    return ", ".join(FLOATS[n].short for n in (names or FLOATS))
+
+
+def mlir_of(name: str) -> str:
+    """The MLIR element type of a float or integer dtype name."""
+    return FLOATS[name].mlir if name in FLOATS else INTS[name]
+
+
+def from_mlir(etype: str) -> str:
+    """The NumPy name of an MLIR element type (f32 -> float32, i32 -> int32)."""
+    for d in FLOATS.values():
+        if d.mlir == etype:
+            return d.name
+    for n, m in INTS.items():
+        if m == etype:
+            return n
+    raise KeyError(etype)
+
+
+def tf_name(np_name: str) -> str:
+    """TF's spelling of a dtype in its messages (float32 -> float); unknown names pass through."""
+    return FLOATS[np_name].tf if np_name in FLOATS else {"float16": "half"}.get(np_name, np_name)

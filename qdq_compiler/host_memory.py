@@ -1,0 +1,112 @@
+"""Host memory shared with IREE: aligned NumPy buffers, zero-copy views of device buffers, constants.
+
+See runtime.py for why (inputs imported in place, results handed out without a copy); this module holds
+the NumPy side of it, so that runtime.py is only about loading and calling.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+DEFAULT_IMPORT_ALIGNMENT = 64  # IREE's binding alignment contract
+
+
+class _Keep:
+    """The ``base`` of a NumPy array that views IREE memory: holds the buffer and its mapping alive."""
+    __slots__ = ("__array_interface__", "_refs", "__weakref__")
+
+    def __init__(self, iface: dict, refs: tuple):
+        self.__array_interface__ = iface
+        self._refs = refs
+
+
+def _view_of(ptr: int, shape, dtype: np.dtype, refs: tuple) -> np.ndarray:
+    """A writable array over ``ptr`` whose base keeps ``refs`` alive."""
+    iface = {"shape": tuple(shape), "typestr": dtype.str, "data": (ptr, False), "version": 3}
+    return np.asarray(_Keep(iface, refs))
+
+
+def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
+    """A uint8 NumPy array of ``nbytes`` whose address is a multiple of ``alignment``."""
+    raw = np.empty(nbytes + alignment, np.uint8)
+    off = (-raw.ctypes.data) % alignment
+    return raw[off:off + nbytes]
+
+
+def empty_aligned(shape, dtype, alignment: int = DEFAULT_IMPORT_ALIGNMENT) -> np.ndarray:
+    """An uninitialised NumPy array aligned for import (for example an ``out=`` reused across calls)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    return _aligned_empty(n * dtype.itemsize, alignment).view(dtype).reshape(shape)
+
+
+def _as_host_array(a) -> np.ndarray:
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
+    if a.dtype == np.bool_:
+        a = a.astype(np.int8)
+    elif not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return a
+
+
+_constants: "weakref.WeakSet[Constant]" = weakref.WeakSet()
+_ETYPES: dict[str, object] = {}
+_DTYPES: dict[int, np.dtype] = {}
+
+
+def _element_type(dtype: np.dtype):
+    et = _ETYPES.get(dtype.str)
+    if et is None:
+        from iree.runtime.array_interop import map_dtype_to_element_type
+        et = map_dtype_to_element_type(dtype)
+        if et is None:
+            raise TypeError(f"no IREE element type for {dtype}")
+        _ETYPES[dtype.str] = et
+    return et
+
+
+def _dtype_of(element_type) -> np.dtype:
+    key = int(element_type)
+    dt = _DTYPES.get(key)
+    if dt is None:
+        import iree.runtime as rt
+        dt = _DTYPES[key] = np.dtype(rt.HalElementType.map_to_dtype(element_type))
+    return dt
+
+
+class Constant:
+    """An argument that is the same on every call (an attribute parameter): imported once per device,
+    from a private read-only copy."""
+    __slots__ = ("array", "_refs", "__weakref__")
+
+    def __init__(self, value):
+        a = _as_host_array(value)
+        own = _aligned_empty(max(a.nbytes, 1), 64)[:a.nbytes].view(a.dtype).reshape(a.shape)
+        np.copyto(own, a)
+        own.setflags(write=False)
+        self.array = own
+        self._refs: dict[str, tuple] = {}
+        _constants.add(self)
+
+    @property
+    def nbytes(self) -> int:
+        return self.array.nbytes
+
+    def ref(self, v):
+        """The buffer-view reference of this constant on the device of ``v`` (a loaded function variant)."""
+        hit = self._refs.get(v.driver)
+        if hit is None:
+            import iree.runtime as rt
+            a = self.array
+            alias = _view_of(a.ctypes.data, a.shape, a.dtype, (a,))  # the import API wants writable memory
+            mt = int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE)
+            buf = v.allocator.import_host_allocation(alias, memory_type=mt, allowed_usage=int(rt.BufferUsage.DEFAULT))
+            hit = self._refs[v.driver] = (rt.HalBufferView(buf, a.shape, _element_type(a.dtype)).ref, buf)
+        return hit[0]
+
+    def __repr__(self):
+        return f"Constant({self.array!r})"

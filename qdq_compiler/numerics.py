@@ -1,0 +1,184 @@
+"""Host arithmetic shared by the oracle and the emitter: flushing, rounding, integer ranges, the
+FakeQuant nudge, bit views and ULP distances.
+
+TF's CPU kernels run with FTZ+DAZ (denormals flushed on input and output of every float
+instruction), round-to-nearest, and no FMA. NumPy does neither flushing, so the oracle applies
+``flush`` where a subnormal can appear: on inputs (DAZ) and after each arithmetic step (FTZ).
+The emitter uses the same functions for the constants it bakes (FakeQuantWithMinMaxArgs' nudged range,
+the integer range of QuantizeAndDequantize); both import them from here, explicitly.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+F32 = np.float32
+
+
+def flush(a: np.ndarray) -> np.ndarray:
+    """Replace subnormals by a zero of the same sign (x86 FTZ/DAZ). Returns ``a`` itself if none."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f":
+        return a
+    tiny = np.finfo(a.dtype).tiny
+    with np.errstate(invalid="ignore"):
+        sub = (np.abs(a) < tiny) & (a != 0)
+    if not sub.any():
+        return a
+    out = np.array(a, copy=True)
+    out[sub] = np.copysign(np.zeros((), a.dtype), out[sub])
+    return out
+
+
+def ftz(fn):
+    """Call a NumPy arithmetic step with FP warnings silenced and flush its result."""
+    with np.errstate(all="ignore"):
+        return flush(fn())
+
+
+def round_half_away_from_zero(x: np.ndarray) -> np.ndarray:
+    """``std::round`` exactly (no intermediate rounding): floor(|x| + 0.5) with the sign of x.
+
+    Evaluated in float64, where |x| + 0.5 is exact for every float32 below 2^29.
+    """
+    x64 = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.copysign(np.floor(np.abs(x64) + 0.5), x64)
+
+
+def int_to(value: int, dtype) -> np.ndarray:
+    """Convert an int64 to ``dtype`` with one round-to-nearest (as C++'s static_cast<T>(int64))."""
+    return np.array(value, np.int64).astype(dtype)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """The raw bits of a float array, as unsigned ints of the same width."""
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")
+    return a.view(np.dtype(f"uint{a.dtype.itemsize * 8}"))
+
+
+def bit_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit-exact comparison: same dtype and shape, NaN where the other has NaN, every other bit equal."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind != "f":
+        return bool(np.array_equal(a, b))
+    na, nb = np.isnan(a), np.isnan(b)
+    if not np.array_equal(na, nb):
+        return False
+    return bool(np.array_equal(bits(a)[~na], bits(b)[~nb]))
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> int:
+    """The largest distance in units in the last place between two same-dtype arrays (NaN vs NaN is 0).
+
+    Returns a huge number where one side is NaN and the other is not. Works for any float width: the
+    bit pattern is mapped to a monotone integer line (sign-magnitude to two's complement).
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.size == 0:
+        return 0
+    width = a.dtype.itemsize * 8
+
+    def ordered(x):
+        u = bits(x)
+        mag = (u & ((1 << (width - 1)) - 1)).astype(np.int64) if width < 64 else \
+            (u & np.uint64(0x7FFFFFFFFFFFFFFF)).astype(np.int64)
+        negative = (u >> np.array(width - 1, u.dtype)).astype(bool)
+        return np.where(negative, -mag, mag)
+
+    na, nb = np.isnan(a), np.isnan(b)
+    if not np.array_equal(na, nb):
+        return 2**62
+    keep = ~na
+    if not keep.any():
+        return 0
+    d = np.abs(ordered(a[keep]) - ordered(b[keep]))
+    return int(d.max())
+
+
+def sum_within_bound(got: np.ndarray, want: np.ndarray, terms: np.ndarray) -> bool:
+    """Whether a float reduction ``got`` matches ``want`` up to the freedom of its summation order.
+
+    Project policy 6: the order of a sum is free, so two results may differ by (n - 1) eps sum|terms|,
+    with n the number of terms per output element (``terms`` reduced over every leading dimension that
+    ``want`` lacks). NaN must sit where it sits in ``want``.
+    """
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    t = np.asarray(terms, np.float64)
+    axes = tuple(range(t.ndim - want.ndim))
+    n = t.size // max(want.size, 1)
+    bound = max(n - 1, 0) * np.finfo(want.dtype).eps * np.abs(t).sum(axis=axes)
+    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    return bool(np.array_equal(np.isnan(got), np.isnan(want)) and np.all(np.nan_to_num(d) <= bound))
+
+
+# -- integer ranges and the FakeQuant nudge -----------------------------------------------------------
+
+
+def int_range(signed: bool, num_bits: int, narrow: bool) -> tuple[int, int]:
+    """QuantizeAndDequantize's integer range [qmin, qmax] (spec 2.1); narrow_range is ignored when unsigned."""
+    if signed:
+        return -(1 << (num_bits - 1)) + (1 if narrow else 0), (1 << (num_bits - 1)) - 1
+    return 0, (1 << num_bits) - 1
+
+
+def quant_levels(num_bits: int, narrow: bool) -> tuple[int, int]:
+    """FakeQuant's quantisation levels [quant_min, quant_max] (spec 3.1)."""
+    return (1 if narrow else 0), (1 << num_bits) - 1
+
+
+class Nudged(NamedTuple):
+    """The nudged range of spec 3.2, plus the element-wise constants derived from it."""
+    nudged_min: np.ndarray
+    nudged_max: np.ndarray
+    scale: np.ndarray
+    inv: np.ndarray
+    qzero: np.ndarray
+    zero_range: np.ndarray  # min == 0 and max == 0 (the Vars/PerChannel special case)
+
+
+def nudge(mn, mx, num_bits: int, narrow: bool) -> Nudged:
+    """Nudge (spec 3.2) in float32, evaluated in TF's order, with FTZ/DAZ as on TF's CPU."""
+    mn = flush(np.asarray(mn, F32))
+    mx = flush(np.asarray(mx, F32))
+    quant_min, quant_max = quant_levels(num_bits, narrow)
+    qminf, qmaxf = F32(quant_min), F32(quant_max)
+    levels = F32(qmaxf - qminf)
+    diff = ftz(lambda: mx - mn)
+    scale = ftz(lambda: diff / levels)
+    inv = ftz(lambda: levels / diff)
+    zpf = ftz(lambda: qminf - ftz(lambda: mn / scale))
+    with np.errstate(invalid="ignore"):
+        rounded = round_half_away_from_zero(zpf)
+        # static_cast<uint16>(NaN) is 0 on x86 (cvttss2si gives 0x80000000, truncated).
+        rounded = np.where(np.isnan(rounded), 0.0, rounded)
+        zp = np.where(zpf < qminf, quant_min, np.where(zpf > qmaxf, quant_max, rounded)).astype(F32)
+    nudged_min = ftz(lambda: (qminf - zp) * scale).astype(F32)
+    nudged_max = ftz(lambda: (qmaxf - zp) * scale).astype(F32)
+    qzero = np.floor(ftz(lambda: ftz(lambda: -nudged_min * inv) + F32(0.5))).astype(F32)
+    return Nudged(nudged_min, nudged_max, scale.astype(F32), inv.astype(F32), qzero,
+                  (mn == 0) & (mx == 0))
+
+
+# -- shapes ---------------------------------------------------------------------------------------------
+
+
+def three_d(x: np.ndarray, axis: int | None) -> np.ndarray:
+    """View ``x`` as [outer, C, inner] around ``axis`` (C = 1, everything in inner, when per-tensor).
+
+    Per-tensor and per-channel arithmetic then share one code path, with parameters of shape [1, C, 1];
+    the compiled path runs per-axis ops on this same view (config.canonical_view).
+    """
+    if axis is None:
+        return x.reshape(1, 1, -1)
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    return x.reshape(outer, x.shape[axis], inner)

@@ -1,0 +1,195 @@
+"""FakeQuantWithMinMax{Args,Vars,VarsPerChannel}: the specs and every rule of the family.
+
+TF 2.21's CPU kernels (spec section 3): the range is nudged so that zero is exactly representable
+(float32, TF's order), then clamp, shift, scale, floor(v + 0.5), multiply by the scale. Args take the
+range from float attributes and multiply by the inverse scale; Vars take scalar tensors and divide by
+the scale; VarsPerChannel take [d] vectors along the last dimension and multiply. Vars and PerChannel
+answer 0 where min == max == 0. The gradient family (fake_quant_grad.py) shares the specs' pieces, the
+checks and the nudge.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import fmt_number, shape_text
+from ..numerics import F32, Nudged, flush, nudge, quant_levels
+from .family import FLAT, LAST, Family
+from .spec import Input, OpSpec, attr
+
+DTYPES = ("float32",)
+ATTR, SCALAR, CHANNEL = "attr", "scalar", "channel"   # where the range comes from
+
+
+@dataclass(frozen=True)
+class Variant:
+    range_from: str = SCALAR      # ATTR (Args) | SCALAR (Vars) | CHANNEL (VarsPerChannel, last dimension)
+    divides: bool = False         # Vars divides by the scale instead of multiplying by the inverse
+
+
+NUM_BITS = attr("num_bits", int, 8, doc="2..16")
+NARROW = attr("narrow_range", bool, False, doc="drop the lowest quantisation level")
+ARGS_ATTRS = (attr("min", float, -6.0, doc="range minimum (float32 attr)"),
+              attr("max", float, 6.0, doc="range maximum (float32 attr)"), NUM_BITS, NARROW)
+VARS_ATTRS = (NUM_BITS, NARROW)
+VARS_INPUTS = (Input("inputs", "data"), Input("min", "min"), Input("max", "max"))
+
+
+# -- the kernel (spec 3.3) -------------------------------------------------------------------------------
+
+
+def nudged_params(call) -> Nudged:
+    """The nudged range of a call: from the attrs (Args) or the min/max tensors."""
+    a = call.attrs
+    if call.spec.variant.range_from == ATTR:
+        mn, mx = np.float32(a["min"]), np.float32(a["max"])
+    else:
+        mn, mx = call.arrays["min"], call.arrays["max"]
+    return nudge(mn, mx, a["num_bits"], a["narrow_range"])
+
+
+def fake_quant(x, n: Nudged, *, divides: bool, zero_special: bool):
+    """The element-wise step. ``divides``: Vars divides by scale, Args/PerChannel multiply by inv."""
+    xf = flush(x)
+    with np.errstate(all="ignore"):
+        c = np.where(n.nudged_max < xf, n.nudged_max, xf)
+        c = np.where(c < n.nudged_min, n.nudged_min, c)
+        s = flush(c - n.nudged_min)
+        t = flush(s / n.scale) if divides else flush(s * n.inv)
+        t = flush(t - n.qzero) + F32(0.5)
+        out = flush((np.floor(t) * n.scale).astype(F32))
+    if zero_special and n.zero_range.any():
+        out = np.where(n.zero_range, F32(0.0), out).astype(F32)
+    return out.astype(F32, copy=False)
+
+
+# -- checks shared with the gradients (spec 5.2) -----------------------------------------------------------
+
+
+def check(c, spec, arrays, attrs):
+    nb = attrs["num_bits"]
+    if not 2 <= nb <= 16:
+        c.fail(f"num_bits={nb} is out of range; allowed 2..16", "num_bits",
+               tf="num_bits must be between 2 and 16, inclusive")
+    x = arrays["inputs"]
+    range_from = spec.variant.range_from
+    if "gradients" in arrays and arrays["gradients"].shape != x.shape:
+        g = arrays["gradients"]
+        if range_from == ATTR:
+            tf = (f"Inputs to operation {spec.name} of type {spec.name} must have the same size and shape.  "
+                  f"Input 0: {shape_text(g)} != input 1: {shape_text(x)}")
+        else:
+            tf = "gradient and input must be the same size"
+        c.fail(f"gradients has shape {list(g.shape)} but inputs has shape {list(x.shape)}; they must be equal",
+               "gradients", tf=tf)
+    if range_from == ATTR:
+        lo, hi = flush(np.float32(attrs["min"])).item(), flush(np.float32(attrs["max"])).item()  # under DAZ
+        if not lo < hi:
+            c.fail(f"min={fmt_number(lo)} must be smaller than max={fmt_number(hi)}", "min",
+                   tf=f"min has to be smaller than max, was: {fmt_number(lo)} >= {fmt_number(hi)}")
+        return
+    mn, mx = arrays["min"], arrays["max"]
+    if range_from == SCALAR:
+        for n, t in (("min", mn), ("max", mx)):
+            if t.ndim != 0:
+                c.fail(f"{n} must be a scalar (rank 0), got shape {list(t.shape)}", n,
+                       tf=f"`{n}` must be rank 0 but is rank {t.ndim}")
+        return
+    # per-channel along the last dimension
+    if x.ndim == 0:  # TF 2.21 aborts here (Check failed: d >= 0); the shape function's words
+        c.fail("inputs must have rank >= 1 (the channel is the last dimension), got a scalar", "inputs",
+               tf="Shape must be at least rank 1 but is rank 0")
+    if "gradients" in arrays and x.ndim > 4:
+        c.fail(f"inputs has rank {x.ndim}; the per-channel gradient allows rank 1..4", "inputs",
+               tf=f"Shape must be at most rank 4 but is rank {x.ndim}")
+    d = x.shape[-1]
+    for n, t in (("min", mn), ("max", mx)):
+        if t.ndim != 1:
+            c.fail(f"{n} must be a vector of length {d} (the last dimension), got shape {list(t.shape)}", n,
+                   tf=f"`{n}` must be rank 1 but is rank {t.ndim}")
+        if t.shape[0] != d:
+            c.fail(f"{n} has length {t.shape[0]}, expected {d} (the last dimension of inputs)", n,
+                   tf=f"{n} has incorrect size, expected {d} was {t.shape[0]}")
+
+
+class FakeQuantBase(Family):
+    """What the forward ops and their gradients share: checks, channel layout, nudge parameters, samples."""
+
+    def check(self, c, spec, arrays, attrs):
+        check(c, spec, arrays, attrs)
+
+    def wrong_dtype_words(self, spec, input_name, dtype):
+        if spec.variant.range_from == ATTR:  # Args: conversion of a fixed-float input
+            return f"Tensor conversion requested dtype float32 for Tensor with dtype {dtype.name}"
+        index = spec.input_names.index(input_name)  # Vars/PerChannel: fixed float inputs
+        return (f"cannot compute {spec.name} as input #{index}(zero-based) was expected to be a "
+                f"float tensor but is a {dtypes.tf_name(dtype.name)} tensor")
+
+    def channel_axis(self, spec, attrs, rank):
+        return rank - 1 if spec.variant.range_from == CHANNEL else None
+
+    def layout(self, spec, attrs):
+        return LAST if spec.variant.range_from == CHANNEL else FLAT
+
+    def params(self, spec, attrs, dtype):
+        """Args: the whole nudged range, computed on the host in TF's float32 order with FTZ (as the
+        oracle). Vars/PerChannel: the quantisation levels; the nudge runs on device from min/max."""
+        if spec.variant.range_from == ATTR:
+            n = nudge(np.float32(attrs["min"]), np.float32(attrs["max"]), attrs["num_bits"], attrs["narrow_range"])
+            return [(name, "f32", np.float32(getattr(n, name)))
+                    for name in ("nudged_min", "nudged_max", "scale", "inv", "qzero")]
+        quant_min, quant_max = quant_levels(attrs["num_bits"], attrs["narrow_range"])
+        return [("quant_min", "f32", np.float32(quant_min)), ("quant_max", "f32", np.float32(quant_max))]
+
+    def template_vars(self, spec, attrs):
+        # Vars/PerChannel nudge on device from tensors and answer 0 where min == max == 0.
+        return {"range_attrs": spec.variant.range_from == ATTR, "divides": spec.variant.divides}
+
+    def random_calls(self, spec, attrs, x, rng, special):
+        shape = x.shape
+        d = shape[-1]
+        calls = []
+        for nb, narrow in ((8, False), (4, True), (16, False)):
+            xi = special(x.copy(), 0.01)
+            kw = {"inputs": xi, "num_bits": nb, "narrow_range": narrow}
+            mn, mx = -float(rng.random() * 3 + 0.01), float(rng.random() * 3 + 0.01)
+            if spec.variant.range_from == ATTR:
+                kw.update(min=mn, max=mx)
+            elif spec.variant.range_from == SCALAR:
+                kw.update(min=np.float32(mn), max=np.float32(mx))
+            else:
+                mnv = (-rng.random(d) * 3).astype(np.float32)
+                mxv = (rng.random(d) * 3).astype(np.float32)
+                mnv[0] = mxv[0] = 0.0  # the min == max == 0 special case
+                kw.update(min=mnv, max=mxv)
+            if "gradients" in spec.input_names:
+                kw["gradients"] = rng.integers(-8, 9, shape).astype(np.float32)
+            calls.append(kw)
+        return calls
+
+
+class FakeQuant(FakeQuantBase):
+    name = "fake_quant"
+    template = "fake_quant.mlir.j2"
+
+    def oracle(self, call):
+        v: Variant = call.spec.variant
+        return (fake_quant(call.arrays["inputs"], nudged_params(call), divides=v.divides,
+                           zero_special=v.range_from != ATTR),)
+
+
+FAMILY = FakeQuant()
+
+SPECS = (
+    OpSpec("FakeQuantWithMinMaxArgs", FAMILY, (Input("inputs", "data"),), ARGS_ATTRS, ("outputs",), DTYPES,
+           "Fake-quantise with a nudged range from float attrs; multiplies by the inverse scale.",
+           variant=Variant(ATTR), tf_wrappers=("fake_quant_with_min_max_args",)),
+    OpSpec("FakeQuantWithMinMaxVars", FAMILY, VARS_INPUTS, VARS_ATTRS, ("outputs",), DTYPES,
+           "Fake-quantise with scalar min/max tensors; divides by the scale (unlike Args/PerChannel).",
+           variant=Variant(SCALAR, divides=True), tf_wrappers=("fake_quant_with_min_max_vars",)),
+    OpSpec("FakeQuantWithMinMaxVarsPerChannel", FAMILY, VARS_INPUTS, VARS_ATTRS, ("outputs",), DTYPES,
+           "Per-channel fake-quant along the LAST dimension; min/max of shape [d].",
+           variant=Variant(CHANNEL), tf_wrappers=("fake_quant_with_min_max_vars_per_channel",)),
+)

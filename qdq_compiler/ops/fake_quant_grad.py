@@ -1,0 +1,68 @@
+"""The gradients of FakeQuantWithMinMax{Args,Vars,VarsPerChannel}: specs and rules.
+
+TF 2.21 (spec 4.2): the incoming gradient masked by the nudged range (inclusive); Vars and PerChannel
+also return the sums of the gradients strictly below / above it (their order is free: project policy
+6), and pass the gradient through where min == max == 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..numerics import F32, Nudged, flush
+from .fake_quant import (ARGS_ATTRS, ATTR, CHANNEL, DTYPES, SCALAR, VARS_ATTRS, VARS_INPUTS, FakeQuantBase,
+                         Variant, nudged_params)
+from .spec import Input, OpSpec
+
+
+def fake_quant_grad(g, x, n: Nudged, *, with_sums: bool, zero_special: bool):
+    """Masked gradient (inclusive nudged bounds) and, for Vars/PerChannel, the strict-side sums."""
+    xf = flush(x)
+    gf = flush(g)
+    inside = ((xf >= n.nudged_min) & (xf <= n.nudged_max)).astype(F32)
+    with np.errstate(all="ignore"):
+        dx = flush(gf * inside)
+    if not with_sums:
+        return (dx,)
+    below = (xf < n.nudged_min).astype(F32)
+    above = (xf > n.nudged_max).astype(F32)
+    axes = tuple(range(x.ndim - np.ndim(n.nudged_min)))  # every dim but the channel (all for per-tensor)
+    with np.errstate(all="ignore"):
+        # The summation order is free (project policy 6); float64 accumulation keeps it near exact.
+        dmin = flush(np.sum(flush(gf * below), axis=axes, dtype=np.float64).astype(F32))
+        dmax = flush(np.sum(flush(gf * above), axis=axes, dtype=np.float64).astype(F32))
+    if zero_special and n.zero_range.any():
+        dx = np.where(n.zero_range, g, dx).astype(F32)   # pass-through is a copy: raw bits, no flush
+        dmin = np.where(n.zero_range, F32(0), dmin).astype(F32)
+        dmax = np.where(n.zero_range, F32(0), dmax).astype(F32)
+    return dx, np.asarray(dmin, F32), np.asarray(dmax, F32)
+
+
+class FakeQuantGrad(FakeQuantBase):
+    name = "fake_quant_grad"
+    template = "fake_quant_grad.mlir.j2"
+
+    def oracle(self, call):
+        with_sums = call.spec.variant.range_from != ATTR
+        return fake_quant_grad(call.arrays["gradients"], call.arrays["inputs"], nudged_params(call),
+                               with_sums=with_sums, zero_special=with_sums)
+
+
+FAMILY = FakeQuantGrad()
+
+_GRAD = (Input("gradients", "grad"),)
+_SUMS = ("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max")
+
+SPECS = (
+    OpSpec("FakeQuantWithMinMaxArgsGradient", FAMILY, (Input("gradients", "grad"), Input("inputs", "data")),
+           ARGS_ATTRS, ("backprops",), DTYPES, "Gradients masked by the nudged range (inclusive).",
+           variant=Variant(ATTR), gradient_of="FakeQuantWithMinMaxArgs",
+           tf_wrappers=("fake_quant_with_min_max_args_gradient",)),
+    OpSpec("FakeQuantWithMinMaxVarsGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _SUMS, DTYPES,
+           "Masked input gradient plus the sums of gradients below/above the nudged range.",
+           variant=Variant(SCALAR), sum_outputs=_SUMS[1:], gradient_of="FakeQuantWithMinMaxVars",
+           tf_wrappers=("fake_quant_with_min_max_vars_gradient",)),
+    OpSpec("FakeQuantWithMinMaxVarsPerChannelGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _SUMS, DTYPES,
+           "Per-channel gradient; min/max sums over every dimension but the last.",
+           variant=Variant(CHANNEL), sum_outputs=_SUMS[1:], gradient_of="FakeQuantWithMinMaxVarsPerChannel",
+           tf_wrappers=("fake_quant_with_min_max_vars_per_channel_gradient",)),
+)

@@ -1,0 +1,126 @@
+"""``Family``: the behaviour one group of ops shares, as hooks that generic code calls.
+
+Generic code (``validation.bind``, ``config``, ``emit``, ``execute``, the jobs) never asks which op or
+family it holds: it calls these hooks on ``spec.family``. Each family module (``ops/qdq.py``, ...)
+subclasses ``Family`` and registers its ``OpSpec``s, the way JAX's ``lax.py`` registers a primitive with
+its rules side by side.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import Checker
+from .spec import OpSpec
+
+# Canonical layouts of the data on the Python path (config.canonical_view): the data reshaped so that one
+# artifact serves every shape of a kind. The bits are unchanged: the arithmetic is element-wise per channel.
+FLAT = "flat"        # per-tensor: rank 1
+LAST = "last"        # per-channel along the last dimension: [batch, C]
+AXIS = "axis"        # per-channel along any axis: [outer, C, inner] with axis 1
+
+# Numeric attributes that change nothing in a program's structure travel as runtime parameters;
+# these change the program and are always part of a configuration.
+STRUCTURAL = frozenset({"range_given", "round_mode", "axis"})
+
+
+class Family:
+    name: str = ""
+    template: str = ""            # the Jinja2 template in templates/
+
+    # -- validation ----------------------------------------------------------------------------------
+    def check(self, c: Checker, spec: OpSpec, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> None:
+        """The op's own checks (spec section 5), after types and attributes are checked generically."""
+
+    def wrong_dtype_words(self, spec: OpSpec, input_name: str, dtype: np.dtype) -> str | None:
+        """TF's words for a data tensor of a dtype the op does not take (None: TF has none)."""
+        if len(spec.dtypes) > 1 and dtype.kind != "f":
+            return (f"Value for attr 'T' of {dtype.name} is not in the list of allowed values: "
+                    f"bfloat16, half, float, double")
+        return None
+
+    # -- structure -----------------------------------------------------------------------------------
+    def channel_axis(self, spec: OpSpec, attrs: Mapping[str, Any], rank: int) -> int | None:
+        """The channel dimension of a call, or None for a per-tensor one."""
+        axis = attrs.get("axis", -1)
+        return None if axis == -1 else axis
+
+    def layout(self, spec: OpSpec, attrs: Mapping[str, Any]) -> str:
+        """The canonical layout (FLAT, LAST or AXIS) the Python path runs a call in."""
+        return FLAT if attrs.get("axis", -1) == -1 else AXIS
+
+    def structural(self, spec: OpSpec) -> frozenset[str]:
+        """The attributes that shape the program (the rest can be runtime parameters)."""
+        return STRUCTURAL & set(spec.attr_map)
+
+    def reduces(self, spec: OpSpec, attrs: Mapping[str, Any]) -> bool:
+        """Whether the program reduces over the data (a loop as long as the data, per channel)."""
+        return bool(spec.sum_outputs)
+
+    # -- computing -----------------------------------------------------------------------------------
+    def oracle(self, call) -> tuple[np.ndarray, ...]:
+        """The NumPy reference: one array per output, in TF's order."""
+        raise NotImplementedError
+
+    def params(self, spec: OpSpec, attrs: Mapping[str, Any], dtype: str) -> list[tuple[str, str, np.generic]]:
+        """(name, MLIR type, exact value) of each parameter computed on the host from numeric attributes."""
+        return []
+
+    def template_vars(self, spec: OpSpec, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """The family's own switches, as the template reads them (``k.v.<name>``)."""
+        return {}
+
+    # -- TF's Python wrappers (OpSpec.tf_wrappers) ----------------------------------------------------
+    def tf_wrapper(self, spec: OpSpec, name: str, raw_op):
+        """TF's public wrapper ``name`` around ``raw_op``: TF's positional order (the inputs, then the
+        attributes with their defaults, then ``name``), plus the keyword ``target``."""
+        params = [inspect.Parameter(i.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for i in spec.inputs]
+        params += [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=a.default)
+                   for a in spec.attrs]
+        params += [inspect.Parameter("name", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+                   inspect.Parameter("target", inspect.Parameter.KEYWORD_ONLY, default="cpu")]
+        sig = inspect.Signature(params)
+
+        def wrapper(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            kw = dict(bound.arguments)
+            kw.pop("name")
+            return raw_op(**kw)
+
+        wrapper.__name__ = wrapper.__qualname__ = name
+        wrapper.__signature__ = sig
+        wrapper.__doc__ = f"``tf.quantization.{name}``: the {spec.name} op. {spec.doc}"
+        return wrapper
+
+    # -- samples for the validation matrix and the benchmarks ----------------------------------------
+    def matrix_variants(self, spec: OpSpec) -> list[dict]:
+        """The structural attribute sets the validation matrix covers."""
+        return [{}]
+
+    def random_calls(self, spec: OpSpec, attrs: Mapping[str, Any], shape: tuple[int, ...], dtype: np.dtype,
+                     rng: np.random.Generator, special) -> list[dict]:
+        """Keyword arguments of several calls on data of ``shape`` (``special(x, scale)`` sprinkles ties,
+        NaN, infinities, zeros and subnormals), under several numeric attribute sets."""
+        raise NotImplementedError
+
+    def bench_kwargs(self, spec: OpSpec, attrs: Mapping[str, Any], shape: tuple[int, ...],
+                     rng: np.random.Generator) -> dict:
+        """Keyword arguments of one float32 benchmark call: normal data (scale 2), range [-1.5, 2.0]
+        (a ramp across channels when per-channel), 8 bits."""
+        kw = dict(attrs)
+        axis = self.channel_axis(spec, attrs, len(shape))
+        for inp in spec.inputs:
+            if inp.role in ("data", "grad"):
+                kw[inp.name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(2)).astype(np.float32)
+            elif inp.role in ("min", "max"):
+                v = np.float32(-1.5 if inp.role == "min" else 2.0)
+                if axis is not None and len(shape) > 1:
+                    kw[inp.name] = (v * np.linspace(0.5, 1.5, shape[axis], dtype=np.float32)).astype(np.float32)
+                else:
+                    kw[inp.name] = v
+            elif inp.role == "num_bits":
+                kw[inp.name] = np.int32(8)
+        return kw

@@ -1,0 +1,84 @@
+"""The declarative records of an op: ``OpSpec`` with its ``Input``s and ``Attr``s.
+
+A spec says what TF's op definition says (names, defaults, allowed values, dtypes, outputs) and which
+``Family`` owns its behaviour. Family-specific switches (where the range comes from, whether num_bits is
+a tensor, ...) live in ``variant``, a record defined and read only by the family module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .family import Family
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    kind: type                    # bool, int, float or str
+    default: Any
+    choices: tuple = ()           # allowed values for str attrs
+    doc: str = ""
+
+
+def attr(name, kind, default, choices=(), doc="") -> Attr:
+    return Attr(name, kind, default, tuple(choices), doc)
+
+
+# The layouts of an input (where its shape comes from):
+DATA = "data"        # the data tensor's shape (the data itself, or a gradient of it)
+RANGE = "range"      # the range parameters: 0-d per-tensor, [C] per-channel
+SCALAR = "scalar"    # a fixed-dtype 0-d tensor (V3's num_bits)
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    role: str                     # data | grad | min | max | num_bits (TF's meaning, for docs and samples)
+    dtype: str = "T"              # "T" (the op's element type) or a fixed dtype ("int32")
+
+    @property
+    def layout(self) -> str:
+        if self.role in ("data", "grad"):
+            return DATA
+        return SCALAR if self.dtype != "T" else RANGE
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    family: "Family"
+    inputs: tuple[Input, ...]
+    attrs: tuple[Attr, ...]
+    outputs: tuple[str, ...]      # the first has the data's shape, any others the range's shape
+    dtypes: tuple[str, ...]
+    doc: str
+    variant: Any = None           # the family's own switches for this op (read only by the family)
+    sum_outputs: tuple[str, ...] = ()  # outputs that are float reductions (summation order is free, policy 6)
+    gradient_of: str | None = None
+    tf_wrappers: tuple[str, ...] = field(default=())
+
+    @property
+    def attr_map(self) -> dict[str, Attr]:
+        return {a.name: a for a in self.attrs}
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs)
+
+    def input(self, role: str) -> Input | None:
+        return next((i for i in self.inputs if i.role == role), None)
+
+    @property
+    def data_input(self) -> str:
+        """The name of the data tensor (the one whose shape and dtype the outputs follow)."""
+        return self.input("data").name
+
+    def inputs_of(self, layout: str) -> tuple[str, ...]:
+        """The names of the inputs of one layout (DATA, RANGE or SCALAR)."""
+        return tuple(i.name for i in self.inputs if i.layout == layout)
+
+    @property
+    def has_axis(self) -> bool:
+        return "axis" in self.attr_map
