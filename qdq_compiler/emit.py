@@ -34,8 +34,6 @@ def _env():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              autoescape=False)
-    env.filters["extract"] = lambda i, seq: seq[i]
-    env.filters["dimstr"] = lambda d: "?" if d is None else str(d)
     env.tests["none"] = lambda v: v is None
     return env
 
