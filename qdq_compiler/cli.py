@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -51,6 +52,14 @@ def parse_attr_value(op: str, text: str):
         return name, value
     except ValueError:
         raise QDQError(f"--attr {name}={value!r}: expected {dict(bool='a bool (true/false)', int='an int', float='a float').get(attr.kind.__name__, 'a string')}", arg=name) from None
+
+
+def _number(text: str):
+    """``text`` as a float (decimal or C99 hex), or None if it is not a number."""
+    try:
+        return float.fromhex(text) if text.lower().lstrip("-+").startswith("0x") else float(text)
+    except ValueError:
+        return None
 
 
 def _attrs(args) -> dict:
@@ -112,11 +121,23 @@ def cmd_run(args):
         raise QDQError(f"{args.op} takes {len(spec.inputs)} inputs ({', '.join(spec.input_names)}), "
                        f"got {len(inputs)} --input", arg="--input")
     kwargs = _attrs(args)
-    for inp, path in zip(spec.inputs, inputs):
+    literals = {}
+    for inp, text in zip(spec.inputs, inputs):
+        number = _number(text)
+        if number is not None and not os.path.isfile(text):
+            literals[inp] = number  # a literal scalar (min/max, V3's num_bits): typed once the data is read
+            continue
         try:
-            kwargs[inp.name] = np.load(path, allow_pickle=False)
+            kwargs[inp.name] = np.load(text, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise QDQError(f"--input {path}: cannot read a .npy file ({e})", arg="--input") from None
+            raise QDQError(f"--input {text}: cannot read a .npy file ({e}), nor is it a number", arg="--input") from None
+    element = next((kwargs[i.name].dtype for i in spec.inputs if i.name in kwargs and i.dtype == "T"),
+                   np.dtype(np.float32))
+    for inp, number in literals.items():
+        dtype = np.dtype(inp.dtype) if inp.dtype != "T" else element
+        if dtype.kind == "i" and not float(number).is_integer():
+            raise QDQError(f"--input {number!r} for {inp.name} must be an integer ({dtype.name})", arg="--input")
+        kwargs[inp.name] = np.array(int(number) if dtype.kind == "i" else number, dtype)
     result = getattr(raw_ops, args.op)(**kwargs, target=args.target)
     outs = result if isinstance(result, tuple) else (result,)
     if args.output:
@@ -166,7 +187,7 @@ def cmd_validate(args):
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
     return run_validation(
         ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs,
-        seed=args.seed, progress=not args.no_progress and sys.stderr.isatty(), json_path=args.report,
+        seed=args.seed, progress="off" if args.no_progress else ("bar" if sys.stderr.isatty() else "lines"), json_path=args.report,
         junit_path=args.junit, markdown_path=args.markdown)
 
 
@@ -234,9 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
     _op_args(p)
     p.add_argument("-o", "--output", required=True, help="the .vmfb to write")
     p = add("run", "run an op on .npy inputs (in the op's input order) and print or save the result", cmd_run)
-    p.add_argument("op")
-    p.add_argument("--attr", action="append", metavar="NAME=VALUE")
-    p.add_argument("--input", action="append", metavar="FILE.npy", help="one per op input, in order")
+    p.add_argument("op", help="the raw op's name, as in tf.raw_ops (qdqc ops lists them)")
+    p.add_argument("--attr", action="append", metavar="NAME=VALUE",
+                   help="an attribute of the op, repeatable (e.g. --attr num_bits=4 --attr narrow_range=true)")
+    p.add_argument("--input", action="append", metavar="FILE.npy|NUMBER",
+                   help="one per op input, in order: a .npy file, or a number for a scalar input (min, max, "
+                        "num_bits), typed like the data")
     p.add_argument("--target", default="cpu", help="a target, or 'oracle' for the NumPy reference")
     p.add_argument("-o", "--output", help=".npy (one output) or .npz (several) to write")
     p = add("validate", "compare every target with the oracle over a matrix of configurations", cmd_validate)
@@ -250,14 +274,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", help="i/n: run the i-th of n slices of the matrix (1-based)")
     p.add_argument("--jobs", type=int, default=0, help="parallel compiles (default: number of cores)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress (default: a bar on a terminal, one line per step in a pipe or log)")
     p = add("cache", "inspect or clear the artifact cache", cmd_cache)
     p.add_argument("action", choices=("info", "clear"))
     p = add("bench", "measure throughput against a memory copy, NumPy and TF (if installed)", cmd_bench)
     p.add_argument("--ops", help="comma-separated op names (default: one per family)")
-    p.add_argument("--targets", default="cpu")
+    p.add_argument("--targets", default="cpu",
+                   help="comma-separated compiled targets to time (default: cpu; unavailable ones are skipped "
+                        "with the reason)")
     p.add_argument("--sizes", default="10,14,18,22,24", help="log2 element counts (2^10..2^26)")
-    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--repeat", type=int, default=7,
+                   help="timed runs per variant and size; the median is reported (default: 7)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--plot", help="write a PNG plot (needs matplotlib)")
     p = add("build", "build a deployment bundle from a TOML/JSON config", cmd_build)

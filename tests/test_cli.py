@@ -239,3 +239,47 @@ def test_console_script():
         pytest.skip("qdqc is not installed next to this Python")
     proc = subprocess.run([str(exe), "emit", "Foo"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("qdqc: error: unknown op 'Foo'")
+
+
+def test_run_takes_literal_scalars(npy, capsys, tmp_path):
+    """Scalar inputs need no .npy file: ``--input -1`` is a 0-d array typed like the data (issue 14.6)."""
+    out = tmp_path / "y.npy"
+    rc, _, err = qdqc(["run", VARS, "--input", npy("x.npy", X), "--input", "-1", "--input", "1.5", "-o", out], capsys)
+    assert rc == 0, err
+    from qdq_compiler.numerics import bit_equal
+    from qdq_compiler.oracle import raw_ops as oracle
+    want = oracle.FakeQuantWithMinMaxVars(inputs=X, min=np.float32(-1), max=np.float32(1.5))
+    assert bit_equal(np.load(out), want)
+    rc, _, err = qdqc(["run", "QuantizeAndDequantizeV3", "--input", npy("x.npy", X), "--input", "-1", "--input", "1",
+                       "--input", "4", "-o", out, "--target", "oracle"], capsys)
+    assert rc == 0, err
+    assert bit_equal(np.load(out), oracle.QuantizeAndDequantizeV3(input=X, input_min=np.float32(-1),
+                                                                  input_max=np.float32(1), num_bits=np.int32(4)))
+
+
+@pytest.mark.parametrize("value, words", [("abc", ["--input abc", "nor is it a number"]),
+                                           ("4.5", ["--input 4.5", "must be an integer"])])
+def test_run_rejects_inputs_that_are_neither_files_nor_numbers(value, words, npy, capsys):
+    rc, out, err = qdqc(["run", "QuantizeAndDequantizeV3", "--input", npy("x.npy", X), "--input", "-1",
+                         "--input", "1", "--input", value], capsys)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert all(w in err for w in words), err
+
+
+def test_compile_for_the_oracle_says_what_it_is(capsys, tmp_path):
+    """'oracle' is the NumPy reference: the message says so, and does not offer it (issue 14.6)."""
+    rc, _, err = qdqc(["compile", ARGS, "--target", "oracle", "-o", tmp_path / "a.vmfb"], capsys)
+    assert rc == 2
+    assert "'oracle' is the NumPy reference, not a compile target; compile targets: cpu," in err
+    assert "unknown target" not in err
+
+
+def test_every_option_has_help(capsys):
+    """run's op/--attr/--input and bench's --targets/--repeat say what they take (issue 14.5)."""
+    for command, options in (("run", ["op", "--attr", "--input"]), ("bench", ["--targets", "--repeat"])):
+        rc, out, _ = qdqc([command, "--help"], capsys)
+        assert rc == 0
+        for opt in options:
+            line = next(line for line in out.splitlines() if line.strip().startswith(opt))
+            rest = out[out.index(line):].split("\n  ")[0] + out[out.index(line):].split("\n", 2)[1]
+            assert len(rest.split()) > 2, f"{command} {opt} has no help: {line!r}"

@@ -17,6 +17,7 @@ place that lets it through, as ``REFERENCE``.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field, fields
 
 from ..errors import QDQError, TargetUnavailableError
@@ -114,9 +115,24 @@ def _driver_available(driver: str) -> tuple[bool, str]:
     try:
         rt.get_device(driver)
     except Exception as e:  # no device behind the driver (no GPU, no Vulkan ICD)
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return False, f"no {driver} device: {msg}"
+        return False, f"no {driver} device: {readable_iree_error(e)}"
     return True, ""
+
+
+def readable_iree_error(e: Exception) -> str:
+    """IREE's status text as one readable line: its first line without the C source location, the
+    status code and the boilerplate advice ("Error creating driver: c/runtime/src/.../x.c:66: UNAVAILABLE;
+    CUDA driver library 'libcuda.so'/'nvcuda.dll' not available; please ensure ..." -> "CUDA driver library
+    'libcuda.so'/'nvcuda.dll' not available")."""
+    text = str(e).strip()
+    if not text:
+        return type(e).__name__
+    line = text.splitlines()[0]
+    line = re.sub(r"^Error creating (?:driver|device):\s*", "", line)
+    line = re.sub(r"\S+\.(?:c|cc|cpp|h):\d+:\s*", "", line)
+    line = re.sub(r"^[A-Z_]{4,};\s*", "", line)
+    line = re.split(r";\s*please\b", line)[0].strip()
+    return line or type(e).__name__
 
 
 _CPU_TRIPLE = "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu"

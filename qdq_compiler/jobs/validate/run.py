@@ -20,8 +20,22 @@ from .matrix import build_matrix, shard as shard_of
 DEFAULT_SIZES = (1000, 70000)  # 70000 > 65535: the lavapipe loop limit for reductions
 
 
-def _progress(done: int, total: int, label: str, enabled: bool):
-    if not enabled:
+PROGRESS_MODES = ("bar", "lines", "off")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _progress(done: int, total: int, label: str, mode):
+    """Progress on stderr: a bar redrawn in place on a terminal ("bar"), one flushed line per step where
+    nobody redraws (CI logs, ``| tee``: "lines"), or nothing ("off"; False/True mean off/bar)."""
+    mode = {False: "off", True: "bar", None: "off"}.get(mode, mode)
+    if mode == "off":
+        return
+    if mode == "lines":
+        sys.stderr.write(f"[{done}/{total}] {label}\n")
+        sys.stderr.flush()
         return
     width = 30
     filled = int(width * done / max(total, 1))
@@ -31,7 +45,14 @@ def _progress(done: int, total: int, label: str, enabled: bool):
     sys.stderr.flush()
 
 
-def precompile(entries, targets, sizes, jobs: int, progress: bool):
+def _stage(text: str, mode):
+    """A stage heading: a line on stderr unless progress is off."""
+    if mode not in ("off", False, None):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def precompile(entries, targets, sizes, jobs: int, progress: str):
     """Compile every (entry, target[, static shape]) in parallel (iree-compile runs as a subprocess)."""
     work = []
     for e in entries:
@@ -50,10 +71,12 @@ def precompile(entries, targets, sizes, jobs: int, progress: bool):
             errors[(e.name, t)] = " ".join(str(ex).split())[:400]
 
     done = 0
+    _stage(f"compiling {_count(len(work), 'artifact')} ({_count(jobs, 'parallel job')}; cached ones load at once)",
+           progress)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for _ in pool.map(one, work):
+        for (e, t, _), _ in zip(work, pool.map(one, work)):
             done += 1
-            _progress(done, len(work), "compiling", progress)
+            _progress(done, len(work), f"compiled {e.name} for {t}", progress)
     return errors
 
 
@@ -85,12 +108,12 @@ def _write(path: str, text: str):
 
 def run_validation(ops: list[str] | None = None, targets: list[str] | None = None,
                    dtypes: list[str] | None = None, sizes=DEFAULT_SIZES, shard: tuple[int, int] | None = None,
-                   jobs: int = 0, seed: int = 0, progress: bool = False, json_path: str | None = None,
+                   jobs: int = 0, seed: int = 0, progress: str = "off", json_path: str | None = None,
                    junit_path: str | None = None, markdown_path: str | None = None) -> int:
     """Validate the matrix of ``ops`` x ``dtypes`` (default: all) on ``targets``; the exit status (1: a mismatch).
 
-    Prints the table, the mismatches and a summary line on stdout (skipped targets on stderr, and a
-    progress bar there when ``progress``); writes the JSON report, JUnit XML and Markdown to the paths given.
+    Prints the table, the mismatches and a summary line on stdout (skipped targets on stderr, and the
+    progress there: ``progress`` is one of PROGRESS_MODES); writes the JSON report, JUnit XML and Markdown to the paths given.
     ``shard`` (i, n) runs the i-th of n slices of the matrix; ``jobs`` parallel compiles (0: one per core).
     """
     t0 = time.perf_counter()
@@ -110,20 +133,24 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
             elif e.dtype in T.get(t).dtypes:
                 cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
-    total = len(cells) + len(entries) * len(run_on)
+    first, total = len(cells), len(entries) * len(run_on)
+    _stage(f"running {_count(len(entries) * len(run_on), 'cell')} ({_count(len(entries), 'configuration')} on "
+           f"{', '.join(run_on)}) against the oracle", progress)
     for e in entries:
         for t in run_on:
             if (e.name, t) in compile_errors:
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
             else:
                 cells.append(run_cell(e, t, sizes, seed))
-            _progress(len(cells), total, e.name, progress)
+            c = cells[-1]
+            _progress(len(cells) - first, total, f"{e.name} on {t}: {c.short()} ({c.cases} cases, {c.seconds:.1f} s)"
+                      if progress == "lines" else e.name, progress)
     for t, why in skipped.items():
         print(f"{t}: skipped ({why})", file=sys.stderr)
     bad = [c for c in cells if not c.ok]
     elapsed = time.perf_counter() - t0
-    text = (f"{len(cells) - len(bad)} of {len(cells)} cells exact ({len(entries)} configurations x "
-            f"{len(run_on)} targets: {', '.join(run_on)}; sizes {', '.join(map(str, sizes))}"
+    text = (f"{len(cells) - len(bad)} of {_count(len(cells), 'cell')} exact ({_count(len(entries), 'configuration')} x "
+            f"{_count(len(run_on), 'target')}: {', '.join(run_on)}; sizes {', '.join(map(str, sizes))}"
             + (f"; compiled only: {', '.join(compile_only)}" if compile_only else "") + f"); {elapsed:.1f} s")
     summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
                "configurations": len(entries), "cells": len(cells), "exact": len(cells) - len(bad),
