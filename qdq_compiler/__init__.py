@@ -1,7 +1,7 @@
 """qdq_compiler: TensorFlow's fake-quantization ops compiled ahead of time with IREE, bit-exact with TF."""
 from __future__ import annotations
 
-from .errors import BundleError, CompileError, QDQError, QDQTypeError, TargetUnavailableError
+from .errors import BundleError, CompileError, QDQError, QDQTypeError, QDQWarning, TargetUnavailableError
 from . import ops
 from . import oracle
 from . import raw_ops
@@ -16,7 +16,7 @@ registry = ops  # the op registry under its earlier name (qdq_compiler.ops is th
 
 __version__ = "0.1.0"
 
-__all__ = ["QDQError", "QDQTypeError", "CompileError", "TargetUnavailableError", "BundleError",
+__all__ = ["QDQError", "QDQTypeError", "QDQWarning", "CompileError", "TargetUnavailableError", "BundleError",
            "ops", "registry", "oracle", "raw_ops", "load_bundle", "__version__",
            "quantize_and_dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_vjp",
            "quantize_and_dequantize_v2_vjp", "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",

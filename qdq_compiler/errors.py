@@ -37,6 +37,10 @@ class BundleError(QDQError):
     """A bundle is missing, tampered with or does not fit this runtime."""
 
 
+class QDQWarning(UserWarning):
+    """Valid input whose result, TF's own, is almost certainly not what the caller meant."""
+
+
 class Checker:
     """Raises the errors of one op: each check is one line naming the argument, what is allowed, and
     TF's own words (``tf=``) where TF has them. Shared by ``validation`` and the op-family checks."""
@@ -50,6 +54,16 @@ class Checker:
     def require(self, ok, msg, arg=None, tf=None):
         if not ok:
             self.fail(msg, arg, tf)
+
+    def warn(self, msg, arg=None):
+        """TF computes this without complaint, and so do we; but say that it looks like a mistake."""
+        import os
+        import sys
+        import warnings
+        package, frame, level = os.path.dirname(os.path.abspath(__file__)), sys._getframe(0), 1
+        while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+            frame, level = frame.f_back, level + 1  # point the warning at the caller's line, not ours
+        warnings.warn(f"{self.op}: {msg}" + (f" (argument {arg})" if arg else ""), QDQWarning, stacklevel=level)
 
 
 def fmt_number(v) -> str:
