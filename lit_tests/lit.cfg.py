@@ -2,10 +2,14 @@
 """lit configuration of qdq_compiler's lowering regression suite (``lit -sv lit_tests``).
 
 Runs on the pip tools: ``iree-compile``/``iree-opt``/``iree-run-module`` from the iree-base-* wheels and
-``FileCheck`` = the PyPI ``filecheck``. See lit_tests/README.md for what each directory guards.
+``FileCheck`` = the PyPI ``filecheck``; or on your own IREE: ``QDQ_IREE_TOOLS=<iree-build>/tools`` (and that
+build's Python runtime on PYTHONPATH) takes every iree-* tool, here and in qdqc, from that directory, resolved
+by qdq_compiler.compile itself (iree_tool / iree_compile_path / targets.cpu.runtime_tool); the suite refuses to
+start when the compiler's and the runtime's versions disagree (qdq_compiler.compile.check_iree) and notes which
+IREE runs. See lit_tests/README.md for what each directory guards.
 
 Substitutions (tool names are replaced as whole words, as LLVM's ToolSubst does):
-  qdqc, iree-compile, iree-opt, iree-run-module, FileCheck   the tools (see _find_tool)
+  qdqc, iree-compile, iree-opt, iree-run-module, FileCheck   the tools (see _find_tool, _iree_tool)
   %python                                                    the Python that runs lit (imports qdq_compiler)
   %expect_exit N CMD...   run CMD, print its output and "exit status: K"; fail unless K == N (tools/)
   %oracle_nudge MIN MAX BITS NARROW   the oracle's nudged FakeQuant constants as hex (tools/)
@@ -20,7 +24,8 @@ of qdqc/iree-* runs under coreutils ``timeout`` (lit refuses a per-test timeout 
 
 Environment knobs: QDQ_LIT_TIMEOUT (seconds per test, default 120; 0 = none), QDQ_CACHE_DIR (the
 artifact cache `qdqc compile` uses; default: lit_tests/Output/qdq_cache), PYTHONPATH and
-QDQ_TEMPLATE_DIR are passed through (tests/test_lit_mutation.py points the suite at broken templates).
+QDQ_TEMPLATE_DIR are passed through (tests/test_lit_mutation.py points the suite at broken templates),
+QDQ_IREE_TOOLS and QDQ_IREE_ALLOW_MISMATCH too (bring your own IREE, see lit_tests/README.md).
 """
 import os
 import re
@@ -42,6 +47,7 @@ _BIN = os.path.dirname(sys.executable)
 
 # -- environment ------------------------------------------------------------------------------------
 for var in ("PYTHONPATH", "QDQ_TEMPLATE_DIR", "QDQ_COMPILE_TIMEOUT", "XDG_CACHE_HOME", "IREE_SAVE_TEMPS",
+            "QDQ_IREE_TOOLS", "QDQ_IREE_ALLOW_MISMATCH",
             "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES", "VK_LOADER_DEBUG",
             "LP_NUM_THREADS", "MESA_LOADER_DRIVER_OVERRIDE", "CUDA_VISIBLE_DEVICES", "DISPLAY",
             "XDG_RUNTIME_DIR"):
@@ -49,8 +55,28 @@ for var in ("PYTHONPATH", "QDQ_TEMPLATE_DIR", "QDQ_COMPILE_TIMEOUT", "XDG_CACHE_
         config.environment[var] = os.environ[var]
 config.environment["QDQ_CACHE_DIR"] = os.environ.get("QDQ_CACHE_DIR") or os.path.join(
     config.test_exec_root, "qdq_cache")
-# The venv's bin first, so the tools below and anything they spawn come from the same install.
-config.environment["PATH"] = os.pathsep.join([_BIN, config.environment.get("PATH", "")])
+# -- which IREE: the package's resolution (qdq_compiler.compile), so lit, qdqc and bundles agree --------------
+try:
+    from qdq_compiler import compile as _C
+    from qdq_compiler.errors import QDQError as _QDQError
+    from qdq_compiler.targets.cpu import runtime_tool as _runtime_tool
+except ImportError as e:
+    lit_config.fatal(f"lit must run under a Python that imports qdq_compiler ({sys.executable}: {e}); "
+                     f"use the venv's lit, e.g. .venv/bin/lit -sv lit_tests")
+try:
+    _IREE_DIR = _C.iree_tools_dir()  # QDQ_IREE_TOOLS, or None: the iree-base-* packages
+    _IREE = _C.check_iree()          # refuses a compiler and a runtime that disagree
+except _QDQError as e:
+    lit_config.fatal(str(e))
+lit_config.note(f"IREE: compiler {_IREE['compiler_version']}"
+                f"{' @ ' + _IREE['compiler_revision'] if _IREE['compiler_revision'] else ''} ({_IREE['compiler']}), "
+                f"runtime {_IREE['runtime_version']} ({_IREE['runtime']}); tools: {_IREE['tools']}; "
+                f"version check: {_IREE['version_check']}")
+
+# The venv's bin first (QDQ_IREE_TOOLS' directory before it), so the tools below and anything they spawn come
+# from the same install.
+config.environment["PATH"] = os.pathsep.join(
+    ([str(_IREE_DIR)] if _IREE_DIR is not None else []) + [_BIN, config.environment.get("PATH", "")])
 
 
 # -- tools ------------------------------------------------------------------------------------------
@@ -68,14 +94,23 @@ def _find_tool(*names):
 
 
 def _iree_tool(name):
-    path = _find_tool(name)
-    if path is None and name != "iree-run-module":
+    """As qdq_compiler resolves it: QDQ_IREE_TOOLS' ``name`` (fatal if missing there); else the package's
+    binary (iree-compile/iree-opt from iree-base-compiler, iree-run-module from iree-base-runtime: no Python
+    wrapper), else the venv's bin or PATH."""
+    if _IREE_DIR is not None:
         try:
-            from iree.compiler.tools.binaries import find_tool
-            path = find_tool(name)
-        except Exception:  # not installed, or the wheel lacks the tool
-            path = None
-    return path
+            return _C.iree_tool(name)
+        except _QDQError as e:
+            lit_config.fatal(str(e))
+    try:
+        if name == "iree-compile":
+            return _C.iree_compile_path()
+        if name == "iree-run-module":
+            return _runtime_tool(name) or _find_tool(name)
+        from iree.compiler.tools.binaries import find_tool
+        return find_tool(name)
+    except Exception:  # not installed, or the wheel lacks the tool
+        return _find_tool(name)
 
 
 def _quote(path):

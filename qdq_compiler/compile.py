@@ -10,6 +10,11 @@ each process writes its own temp file and the last rename wins with identical by
 iree-compile runs in its own process group with a timeout (``QDQ_COMPILE_TIMEOUT``, seconds, default
 300); a failure, a crash or a hang becomes a ``CompileError`` keeping the rendered MLIR (``.mlir``)
 and the exact command (``.command``) for a bug report.
+
+Which IREE: the iree-base-compiler/-runtime packages, or a build named by ``QDQ_IREE_TOOLS`` (its
+iree-compile and runtime tools; its Python runtime on PYTHONPATH). ``iree_info()`` says which ran (for
+reports); ``check_iree()`` refuses a compiler and a runtime that disagree. The cache keys name the compiler
+(``compiler_identity``): artifacts of different IREEs never mix.
 """
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ from pathlib import Path
 
 from .errors import CompileError, QDQError
 from .fileio import atomic_write, sha256_bytes
+from .iree_tools import (IREE_ALLOW_MISMATCH_ENV, IREE_TOOLS_ENV, PACKAGE_TOOLS, check_iree,  # noqa: F401
+                         compiler_identity, compiler_version, iree_compile_path, iree_info, iree_tool,
+                         iree_tools_dir, runtime_release)
 
 DEFAULT_TIMEOUT_S = 300
 TIMEOUT_ENV = "QDQ_COMPILE_TIMEOUT"
@@ -39,16 +47,6 @@ _INDEX_FILE = re.compile(r"^[0-9a-f]{64}\.key(\..+\.tmp)?$")
 _MAX_STDERR_LINES = 200
 
 
-def compiler_version() -> str:
-    from iree.compiler import version
-    return version.VERSION
-
-
-def iree_compile_path() -> str:
-    from iree.compiler.tools.binaries import find_tool
-    return find_tool("iree-compile")
-
-
 def cache_dir() -> Path:
     """QDQ_CACHE_DIR, else $XDG_CACHE_HOME/qdq_compiler, else ~/.cache/qdq_compiler."""
     env = os.environ.get(CACHE_ENV)
@@ -60,7 +58,7 @@ def cache_dir() -> Path:
 
 def cache_key(mlir: str, flags: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"mlir": mlir, "flags": list(flags), "compiler": compiler_version()}, sort_keys=True).encode())
+    h.update(json.dumps({"mlir": mlir, "flags": list(flags), "compiler": compiler_identity()}, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -100,7 +98,10 @@ def compile_mlir(mlir: str, flags: tuple[str, ...], *, what: str = "module", tim
     elif not timeout_s > 0:
         raise QDQError(f"timeout_s={timeout_s!r} must be a positive number of seconds", arg="timeout_s")
     try:
+        check_iree()  # cached: QDQ_IREE_TOOLS' problems and a compiler/runtime mismatch are QDQErrors
         tool = iree_compile_path()
+    except QDQError:  # says what is wrong itself (names QDQ_IREE_TOOLS, or both versions)
+        raise
     except Exception as e:  # no iree-compile installed (find_tool raises its own error types)
         raise CompileError(f"cannot find iree-compile to compile {what}: {e}", mlir=mlir,
                            command=["iree-compile", "-", "-o", "-", *flags]) from None
@@ -243,7 +244,7 @@ _FINGERPRINT: tuple[str, str] | None = None
 
 
 def _index_path(identity: dict) -> Path:
-    ident = json.dumps({**identity, "compiler": compiler_version()}, sort_keys=True, default=str)
+    ident = json.dumps({**identity, "compiler": compiler_identity()}, sort_keys=True, default=str)
     return cache_dir() / _INDEX_DIR / (hashlib.sha256(ident.encode()).hexdigest() + ".key")
 
 

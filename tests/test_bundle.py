@@ -170,11 +170,11 @@ def test_entry_validates_inputs(example_bundle):
 
 def test_flipped_byte_is_detected(example_bundle, tmp_path):
     d = _copy(example_bundle, tmp_path)
-    f = d / "act_fq.vulkan.vmfb"   # any target's file is verified, whichever target is loaded
+    f = d / "act_fq.cpu.vmfb"   # the loaded target's files are verified (see test_damaged_cpu_artifact_...)
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 0x01
     f.write_bytes(bytes(data))
-    with pytest.raises(BundleError, match=r"act_fq\.vulkan\.vmfb does not match the manifest"):
+    with pytest.raises(BundleError, match=r"act_fq\.cpu\.vmfb does not match the manifest"):
         q.load_bundle(d, target="cpu")
     with pytest.raises(ValueError):  # BundleError is a ValueError
         q.load_bundle(d)
@@ -184,7 +184,7 @@ def test_missing_and_mismatched_files_are_refused(example_bundle, tmp_path):
     d = _copy(example_bundle, tmp_path)
     (d / "qdq_axis.cpu.vmfb").unlink()
     with pytest.raises(BundleError, match=r"qdq_axis\.cpu\.vmfb is missing"):
-        q.load_bundle(d, target="vmvx")
+        q.load_bundle(d, target="cpu")
     # A different artifact under a listed name, with the manifest's hash updated to match: the
     # function and signature check catches it.
     d2 = _copy(example_bundle, tmp_path / "2")
@@ -374,3 +374,66 @@ def test_cli_build_from_json(tmp_path, capsys):
     assert main(["build", "--config", str(tmp_path / "missing.toml"), "--out", str(tmp_path / "d")]) == 2
     assert main(["build", "--config", str(cfg), "--out", str(tmp_path / "d"), "--targets", "vmvx",
                  "--target-cpu", "host"]) == 2
+
+
+# -- issue 14 item 8: a damaged artifact blocks only its own target ------------------------------------
+
+
+def test_damaged_cpu_artifact_does_not_block_vmvx(example_bundle, tmp_path):
+    d = _copy(example_bundle, tmp_path)
+    f = d / "act_fq.cpu.vmfb"
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    f.write_bytes(bytes(data))
+    (d / "qdq_axis.cpu.vmfb").write_bytes((d / "qdq_axis.cpu.vmfb").read_bytes()[:100])  # truncated
+    # vmvx: its own files verify, so it loads and is bit-exact with the oracle.
+    b = q.load_bundle(d, target="vmvx")
+    assert b.target == "vmvx" and len(b) == 8
+    rng = np.random.default_rng(14)
+    for entry in b:
+        kwargs = _inputs(entry, rng, batch=3)
+        _assert_matches_oracle(entry, kwargs, entry(**kwargs))
+    # cpu: refused, naming each damaged file.
+    with pytest.raises(BundleError, match=r"'cpu' artifacts: .*act_fq\.cpu\.vmfb does not match the manifest"
+                                          r".*qdq_axis\.cpu\.vmfb does not match the manifest") as e:
+        q.load_bundle(d, target="cpu")
+    assert "vmvx" not in str(e.value)
+    # target=None picks cpu (the first that runs here) and refuses it rather than silently falling back.
+    with pytest.raises(BundleError, match=r"act_fq\.cpu\.vmfb"):
+        q.load_bundle(d)
+    # verify_bundle, the whole-bundle check, still checks every file whatever its target.
+    with pytest.raises(BundleError, match=r"act_fq\.cpu\.vmfb does not match the manifest"
+                                          r".*qdq_axis\.cpu\.vmfb does not match the manifest"):
+        B.verify_bundle(d)
+    assert B.verify_bundle(example_bundle)["vmvx"] == ""
+
+
+def test_damaged_manifest_is_refused_for_every_target(example_bundle, tmp_path):
+    targets = ["cpu", "vmvx", "vulkan", None]
+    # Not JSON any more (truncated).
+    d = _copy(example_bundle, tmp_path / "truncated")
+    text = (d / B.MANIFEST).read_text()
+    (d / B.MANIFEST).write_text(text[: len(text) // 2])
+    for t in targets:
+        with pytest.raises(BundleError, match="not a readable JSON manifest"):
+            q.load_bundle(d, target=t)
+        with pytest.raises(BundleError, match="not a readable JSON manifest"):
+            B.verify_bundle(d)
+    # Valid JSON, but the record of a cpu artifact is broken: refused for vmvx too.
+    d = _copy(example_bundle, tmp_path / "record")
+
+    def break_cpu_record(m):
+        a = next(a for a in m["artifacts"] if a["file"] == "act_fq.cpu.vmfb")
+        del a["sha256"]
+    _edit_manifest(d, break_cpu_record)
+    for t in targets:
+        with pytest.raises(BundleError, match=r"artifacts\[\d+\] lacks sha256"):
+            q.load_bundle(d, target=t)
+    d = _copy(example_bundle, tmp_path / "escape")
+
+    def escape_cpu_file(m):
+        next(a for a in m["artifacts"] if a["file"] == "act_fq.cpu.vmfb")["file"] = "../act_fq.cpu.vmfb"
+    _edit_manifest(d, escape_cpu_file)
+    for t in targets:
+        with pytest.raises(BundleError, match="plain names"):
+            q.load_bundle(d, target=t)

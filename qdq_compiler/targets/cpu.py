@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .. import compile as C
+from .. import iree_tools as C
 from ..errors import QDQError
 
 PORTABLE_CPU = "x86-64-v2"
@@ -138,7 +138,11 @@ _PROC_FLAGS = {
 
 
 def runtime_tool(name: str) -> str | None:
-    """A native tool shipped by iree-base-runtime (no Python wrapper), else one on PATH."""
+    """A native IREE runtime tool (iree-run-module, iree-cpuinfo, ...): from ``QDQ_IREE_TOOLS`` when that is
+    set (a QDQError naming it if the tool is not there: never another IREE's), else the one shipped by
+    iree-base-runtime (no Python wrapper), else one on PATH (None if none)."""
+    if C.iree_tools_dir() is not None:
+        return C.iree_tool(name)
     try:
         import iree._runtime_libs as libs  # lazy: the IREE runtime is slow to import
         p = Path(libs.__file__).parent / name

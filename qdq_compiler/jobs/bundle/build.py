@@ -1,7 +1,9 @@
 """Building a bundle: every entry of a config compiled for every target into one directory, with a
 ``manifest.json`` recording, per artifact, the op, its attributes (baked into the artifact as constants),
 the dtype, the function signature (``null`` = a dynamic dimension), the target, the exact compiler
-flags, the IREE compiler version, the SHA-256 of the file and the build time.
+flags, the IREE compiler version, the SHA-256 of the file and the build time; at the top, which IREE built
+it (``iree``: compiler and runtime versions and revisions, and the tools: the iree-base-compiler package or
+the ``QDQ_IREE_TOOLS`` directory; see :func:`qdq_compiler.compile.iree_info`).
 
 Reproducible: the artifacts are byte-identical for the same config and compiler (iree-compile is
 deterministic; no path or time reaches it), and so is the manifest except ``build_time``, which is the
@@ -65,7 +67,7 @@ class BuildResult:
         m = self.manifest
         per = ", ".join(f"{t} {s:.1f} s" for t, s in self.seconds_per_target.items())
         total = sum(a["size"] for a in m["artifacts"])
-        lines = [f"wrote {self.out}/{MANIFEST}: {len(m['artifacts'])} artifacts ({total} bytes) for "
+        lines = [f"wrote {self.out}/{MANIFEST}: {len(m['artifacts'])} artifact{'s' * (len(m['artifacts']) != 1)} ({total} bytes) for "
                  f"{', '.join(m['targets'])}; {self.compiled} compiled, {self.cached} from the cache; "
                  f"{self.seconds:.1f} s wall (compile time per target: {per})"]
         if "cpu" in m["targets"]:
@@ -93,13 +95,16 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
     if target_cpu is not None and "cpu" not in tlist:
         raise QDQError(f"target_cpu={target_cpu!r} applies to the 'cpu' target, which this build does not include "
                        f"(targets: {', '.join(tlist)})", arg="target_cpu")
+    # Which IREE builds it (the package's or QDQ_IREE_TOOLS'); refuses a compiler and runtime that disagree.
+    info = C.check_iree()
     cpu = resolve_cpu(target_cpu, T.get("cpu").compile_flags) if "cpu" in tlist else None
     out = Path(out)
     old = _prepare_out(out)
     stamp = _build_time(build_time)
-    version = C.compiler_version()
-    from iree.compiler import version as _cv  # lazy: the IREE compiler is slow to import
-    revision = (getattr(_cv, "REVISIONS", {}) or {}).get("IREE", "")
+    version, revision = info["compiler_version"], info["compiler_revision"] or ""
+    # No paths but the QDQ_IREE_TOOLS directory: the manifest stays reproducible across machines.
+    iree = {k: info[k] for k in ("compiler_version", "compiler_revision", "runtime_version", "runtime_revision",
+                                 "tools", "version_check")}
 
     # An entry's own targets restrict the bundle's (or the --targets override's).
     jobs_list = [(e, t) for t in tlist for e in cfg.entries if e.targets is None or t in e.targets]
@@ -166,7 +171,7 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
     manifest = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": cfg.name,
         "generator": f"qdq_compiler {__version__}",
-        "iree_compiler_version": version, "iree_compiler_revision": revision,
+        "iree_compiler_version": version, "iree_compiler_revision": revision, "iree": iree,
         "build_time": stamp, "targets": tinfo, "artifacts": artifacts,
     }
     text = json.dumps(manifest, indent=1, ensure_ascii=True) + "\n"

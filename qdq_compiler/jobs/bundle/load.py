@@ -227,10 +227,13 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
     return root, manifest
 
 
-def _verify_files(root: Path, manifest: dict) -> dict[str, bytes]:
-    """Every listed file: present, of the recorded size and SHA-256. Returns their bytes by file name."""
+def _verify_files(root: Path, manifest: dict, target: str | None = None) -> dict[str, bytes]:
+    """The listed files of ``target`` (None: of every target): present, of the recorded size and SHA-256.
+    Returns their bytes by file name; a BundleError naming each bad one."""
     datas, problems = {}, []
     for a in manifest["artifacts"]:
+        if target is not None and a["target"] != target:
+            continue
         p = root / a["file"]
         try:
             data = p.read_bytes()
@@ -247,7 +250,8 @@ def _verify_files(root: Path, manifest: dict) -> dict[str, bytes]:
             continue
         datas[a["file"]] = data
     if problems:
-        raise BundleError(f"bundle {root} failed verification: " + "; ".join(problems), arg="bundle")
+        whose = f" of its {target!r} artifacts" if target is not None else ""
+        raise BundleError(f"bundle {root} failed verification{whose}: " + "; ".join(problems), arg="bundle")
     return datas
 
 
@@ -297,15 +301,17 @@ def compatibility(manifest: dict, target: str, host_cpu_features=None) -> str:
 def load_bundle(path, target: str | None = None, *, host_cpu_features=None) -> Bundle:
     """Load the bundle at ``path`` (its directory or its manifest.json) for ``target``.
 
-    Every listed file is checked (present, size, SHA-256) whatever the target; then the target's
-    compatibility with this runtime (IREE release, driver and device, CPU architecture and features);
-    then each of its artifacts is parsed by the IREE runtime and its function checked against the
-    manifest. ``target=None`` picks the first of the bundle's targets that can run here.
+    The manifest is checked whole (every record, whatever the target: one that does not verify is
+    refused for every target); then the target's compatibility with this runtime (IREE release, driver
+    and device, CPU architecture and features); then the files of that target (present, size,
+    SHA-256: a damaged ``cpu`` file does not block loading ``vmvx``), each parsed by the IREE runtime
+    and its function checked against the manifest. ``target=None`` picks the first of the bundle's
+    targets that can run here (and refuses if that one's files are damaged, rather than silently
+    falling back).
     ``host_cpu_features`` (LLVM names) replaces this machine's CPU features (to check a bundle for
     another machine). Anything wrong is a BundleError.
     """
     root, manifest = _read_manifest(Path(path))
-    datas = _verify_files(root, manifest)
     targets_in = list(manifest["targets"])
     if target is not None:
         if target not in targets_in:
@@ -325,6 +331,7 @@ def load_bundle(path, target: str | None = None, *, host_cpu_features=None) -> B
         else:
             raise BundleError(f"bundle {root}: none of its targets can run here: "
                               + "; ".join(f"{t}: {w}" for t, w in reasons.items()), arg="target")
+    datas = _verify_files(root, manifest, chosen)
     import iree.runtime as rt  # lazy: the IREE runtime is slow to import
     instance = rt.VmInstance()
     entries = {}
@@ -342,7 +349,9 @@ def load_bundle(path, target: str | None = None, *, host_cpu_features=None) -> B
 
 
 def verify_bundle(path, host_cpu_features=None) -> dict[str, str]:
-    """Check every file and, per target, whether it can run here: {target: '' or the reason}."""
+    """The whole-bundle check: the manifest and every listed file, whatever its target (a BundleError
+    naming each damaged file), then per target whether it can run here: {target: '' or the reason}.
+    (:func:`load_bundle` verifies only the files of the target it loads.)"""
     root, manifest = _read_manifest(Path(path))
     _verify_files(root, manifest)
     return {t: compatibility(manifest, t, host_cpu_features) for t in manifest["targets"]}
