@@ -30,11 +30,27 @@ def test_reports_agree_and_are_well_formed(tmp_path, capsys):
     assert all(c["cases"] > 0 for c in report["cells"])
     assert junit.tag == "testsuite" and int(junit.get("tests")) == len(entries) * 2
     assert int(junit.get("failures")) == 0 and len(junit.findall("testcase")) == len(entries) * 2
-    assert "| configuration | cpu | vmvx |" in md
+    assert "| configuration | numeric attributes | cases (goldens + random) | cpu | vmvx |" in md
     for e in entries:
         assert f"`{e.name}`" in md
     out = capsys.readouterr().out
     assert "cells exact" in out and "FakeQuantWithMinMaxArgs[]:f32:dynamic" in out
+
+
+def test_coverage_names_the_numeric_attributes_of_every_call():
+    """Attributes that are tensors (V3's num_bits, per-channel ranges) are reported like attributes."""
+    v3 = next(e for e in V.build_matrix(["QuantizeAndDequantizeV3"], ["float32"])
+              if e.attr.get("axis") == 1 and e.attr.get("range_given") and not e.static)
+    cases = V.bound_calls(v3, (64,), seed=3)
+    cov = V.entry_coverage(v3, cases)
+    assert cov["structural"] == {"axis": 1, "range_given": True} and cov["goldens"] + cov["random"] == len(cases)
+    assert cov["random"] == 4 and cov["goldens"] == sum(c.golden for c in cases) > 0
+    random_sets = {frozenset(a["attrs"].split()) for a in cov["attribute_sets"] if a["random"]}
+    assert random_sets == {frozenset({"num_bits=8", "signed_input=true", "narrow_range=false"}),
+                           frozenset({"num_bits=4", "signed_input=false", "narrow_range=false"}),
+                           frozenset({"num_bits=3", "signed_input=true", "narrow_range=true"}),
+                           frozenset({"num_bits=16", "signed_input=true", "narrow_range=false"})}
+    assert all("input_min=[" in c and " values]" in c for c in cov["random_calls"])  # per channel
 
 
 def test_a_mismatch_fails_the_run(tmp_path, monkeypatch):

@@ -10,17 +10,21 @@ A cell is "exact", "ulp N" (largest distance in units in the last place), "error
 "skipped: reason". Any non-exact cell makes the exit status 1.
 
     matrix.py   MatrixEntry, structural_variants, build_matrix, shard
-    inputs.py   the keyword arguments of the calls: random_calls, golden_calls
-    cells.py    Cell, run_cell (one configuration on one target)
+    inputs.py   the keyword arguments of the calls: random_calls, golden_calls, entry_calls
+    cells.py    Cell, bound_calls (a configuration's calls, bound once), run_cell (one configuration on one target)
+    coverage.py entry_coverage: the numeric attribute sets and case counts (goldens, random) of a configuration
+    environment.py  host CPU, the device behind each target, IREE versions, the goldens' TF version
     run.py      run_validation (the whole run: parallel compiles, progress, reports), select_targets
-    report.py   format_table, markdown, json_report, junit
+    report.py   format_table, markdown, json_report, junit (each with the coverage and the environment)
 """
-from .cells import Cell, run_cell
-from .inputs import golden_calls, random_calls
+from .cells import Cell, bound_calls, run_cell
+from .coverage import entry_coverage
+from .environment import environment
+from .inputs import entry_calls, golden_calls, random_calls
 from .matrix import MatrixEntry, build_matrix, shard, structural_variants
 from .report import format_table, json_report, junit, markdown
 from .run import DEFAULT_SIZES, precompile, run_validation, select_targets
 
-__all__ = ["Cell", "DEFAULT_SIZES", "MatrixEntry", "build_matrix", "format_table", "golden_calls", "json_report",
-           "junit", "markdown", "precompile", "random_calls", "run_cell", "run_validation", "select_targets",
-           "shard", "structural_variants"]
+__all__ = ["Cell", "DEFAULT_SIZES", "MatrixEntry", "bound_calls", "build_matrix", "entry_calls", "entry_coverage",
+           "environment", "format_table", "golden_calls", "json_report", "junit", "markdown", "precompile",
+           "random_calls", "run_cell", "run_validation", "select_targets", "shard", "structural_variants"]

@@ -1,7 +1,9 @@
 """The keyword arguments of the calls a matrix entry runs: random inputs with special values, and the TF goldens."""
 from __future__ import annotations
 
+import functools
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +45,20 @@ def random_calls(entry: MatrixEntry, size: int, seed: int) -> list[dict]:
     return spec.family.random_calls(spec, entry.attr, x, rng, lambda a, scale: _special(rng, a, scale))
 
 
+def entry_calls(entry: MatrixEntry, sizes, seed: int, goldens: bool = True) -> tuple[list[dict], int]:
+    """Every call a cell of ``entry`` runs, and how many of them (the first ones) are TF goldens.
+
+    Dynamic configurations: the matching goldens, then random calls at each size. Static ones are
+    compiled for one shape (the largest size): random calls at that size only."""
+    calls = [] if entry.static or not goldens else [_canonical_kwargs(entry, kw) for kw in golden_calls(entry)]
+    n_golden = len(calls)
+    for i, size in enumerate(sizes):
+        if entry.static and size != max(sizes):
+            continue
+        calls += random_calls(entry, size, seed + 1000 * i + zlib.crc32(entry.name.encode()) % 997)
+    return calls, n_golden
+
+
 def _golden_dir() -> Path:
     """Where the TF golden files are: the package's ``goldens`` data if it holds any, else ``tests/goldens``."""
     pkg = Path(qdq_compiler.__file__).resolve().parent
@@ -51,14 +67,27 @@ def _golden_dir() -> Path:
     return pkg.parent / "tests" / "goldens"
 
 
+@functools.lru_cache(maxsize=None)
+def _golden_file(op: str) -> dict | None:
+    """The parsed golden file of ``op`` (read once per run; treat as read-only), None without one."""
+    f = _golden_dir() / f"{op}.json"
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def golden_tf_version(op: str) -> str | None:
+    """The TensorFlow version that wrote ``op``'s golden file (its ``tf_version``), None without one."""
+    data = _golden_file(op)
+    return data.get("tf_version") if data else None
+
+
 def golden_calls(entry: MatrixEntry) -> list[dict]:
     """Golden cases (if present) whose structure and dtype match ``entry``."""
-    f = _golden_dir() / f"{entry.op}.json"
-    if not f.is_file():
+    data = _golden_file(entry.op)
+    if data is None:
         return []
     spec = ops.get(entry.op)
     out = []
-    for case in json.loads(f.read_text())["cases"]:
+    for case in data["cases"]:
         if "outputs" not in case["expect"] or case.get("deviation"):
             continue
         kw = {}

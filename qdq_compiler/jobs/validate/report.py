@@ -1,4 +1,9 @@
-"""The reports of a validation run: the text table, Markdown, the JSON report and JUnit XML."""
+"""The reports of a validation run: the text table, Markdown, the JSON report and JUnit XML.
+
+Each says what it covered: per configuration the structural attributes (in its name), the numeric
+attribute sets its calls ran and how many cases (TF goldens + random); per run the seed, the sizes, the
+host CPU, the device behind each target, the IREE compiler and runtime versions and the TF version the
+goldens came from (``coverage.entry_coverage``, ``environment.environment``)."""
 from __future__ import annotations
 
 import json
@@ -6,6 +11,7 @@ from dataclasses import asdict
 from xml.sax.saxutils import escape, quoteattr
 
 from .cells import Cell
+from .coverage import attribute_values
 
 
 def _rows(cells: list[Cell]) -> dict[str, dict[str, Cell]]:
@@ -25,39 +31,104 @@ def format_table(cells: list[Cell], targets: list[str]) -> str:
     return "\n".join(lines)
 
 
-def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], summary: dict) -> str:
-    """The table as Markdown, with the compiler version, the summary line and the skipped targets."""
-    rows = _rows(cells)
-    out = ["# qdqc validate", "", f"Compiler: IREE {summary['compiler']}. {summary['text']}", ""]
-    out.append("| configuration | " + " | ".join(targets) + " |")
-    out.append("|---|" + "---|" * len(targets))
+def _run_facts(summary: dict) -> list[tuple[str, str]]:
+    """(name, value) of what the run ran on and with: seed, sizes, host, devices, versions."""
+    facts = [("seed", str(summary.get("seed", "-"))),
+             ("sizes", ", ".join(map(str, summary.get("sizes", [])))),
+             ("host CPU", summary.get("host_cpu") or "-")]
+    facts += [(f"device {t}", name) for t, name in (summary.get("devices") or {}).items()]
+    facts += [("IREE compiler", summary.get("iree_compiler") or summary.get("compiler") or "-"),
+              ("IREE runtime", summary.get("iree_runtime") or "-"),
+              ("goldens from TF", summary.get("tf_version") or "-")]
+    return facts
+
+
+def environment_line(summary: dict) -> str:
+    """Two lines for the console: versions, host and seed; the device of each target that ran."""
+    run = summary.get("targets", [])
+    devices = "; ".join(f"{t}: {n}" for t, n in (summary.get("devices") or {}).items() if t in run)
+    return (f"IREE {summary.get('iree_compiler') or summary.get('compiler')} (runtime {summary.get('iree_runtime')}); "
+            f"goldens from TF {summary.get('tf_version')}; host CPU {summary.get('host_cpu')}; "
+            f"seed {summary.get('seed')}\ndevices: {devices or 'none'}")
+
+
+def _by_entry(coverage) -> dict[str, dict]:
+    return {c["entry"]: c for c in coverage or []}
+
+
+def _sets_text(cov: dict) -> str:
+    """``num_bits=8 narrow_range=false: 85 golden + 2 random; ...``"""
+    return "; ".join(f"{r['attrs']}: {r['golden']} golden + {r['random']} random" for r in cov["attribute_sets"])
+
+
+def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], summary: dict,
+             coverage: list[dict] | None = None) -> str:
+    """The run's facts (seed, host, devices, versions), then the table with each configuration's numeric
+    attributes and case counts, the skipped targets and each configuration's attribute sets."""
+    rows, cov = _rows(cells), _by_entry(coverage)
+    out = ["# qdqc validate", "", f"Compiler: IREE {summary['compiler']}. {summary['text']}", "",
+           "| run | |", "|---|---|"]
+    out += [f"| {k} | {escape(v).replace('|', '/')} |" for k, v in _run_facts(summary)]
+    out += ["", "| configuration | numeric attributes | cases (goldens + random) | " + " | ".join(targets) + " |",
+            "|---|---|---|" + "---|" * len(targets)]
     for r, by_t in rows.items():
-        out.append(f"| `{r}` | " + " | ".join(by_t[t].short() if t in by_t else "-" for t in targets) + " |")
+        c = cov.get(r)
+        attrs, cases = (attribute_values(c), f"{c['goldens']} + {c['random']}") if c else ("-", "-")
+        out.append(f"| `{r}` | {attrs} | {cases} | "
+                   + " | ".join(by_t[t].short() if t in by_t else "-" for t in targets) + " |")
     for t, why in skipped.items():
         out.append(f"\n{t}: skipped ({why})")
+    if cov:
+        out += ["", "## Numeric attribute sets per configuration", ""]
+        out += [f"- `{name}`: {_sets_text(c)}" for name, c in cov.items()]
     return "\n".join(out) + "\n"
 
 
-def json_report(cells: list[Cell], summary: dict) -> str:
-    """``{"summary": ..., "cells": [...]}``, every field of every cell."""
-    return json.dumps({"summary": summary, "cells": [asdict(c) for c in cells]}, indent=1)
+def json_report(cells: list[Cell], summary: dict, coverage: list[dict] | None = None,
+                environment: dict | None = None) -> str:
+    """``{"summary", "environment", "entries", "cells"}``: the run, where it ran, what each configuration
+    covered (``coverage.entry_coverage``) and every field of every cell."""
+    return json.dumps({"summary": summary, "environment": environment or {}, "entries": coverage or [],
+                       "cells": [asdict(c) for c in cells]}, indent=1)
 
 
-def junit(cells: list[Cell], skipped: dict[str, str]) -> str:
-    """JUnit XML: a testcase per cell (ulp and error cells fail), and a skipped one per missing target."""
+def _properties(props: list[tuple[str, str]], indent: str) -> list[str]:
+    if not props:
+        return []
+    return ([f"{indent}<properties>"]
+            + [f"{indent}  <property name={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in props]
+            + [f"{indent}</properties>"])
+
+
+def junit(cells: list[Cell], skipped: dict[str, str], summary: dict | None = None,
+          coverage: list[dict] | None = None) -> str:
+    """JUnit XML: a testcase per cell (ulp and error cells fail), and a skipped one per missing target. The
+    suite's properties say where it ran (seed, host CPU, devices, IREE and TF versions); each testcase's
+    its attributes and case counts."""
     fails = sum(c.status in ("ulp", "error") for c in cells)
     skips = sum(c.status == "skipped" for c in cells) + len(skipped)
+    cov = _by_entry(coverage)
     out = ['<?xml version="1.0" encoding="utf-8"?>',
            f'<testsuite name="qdqc-validate" tests="{len(cells) + len(skipped)}" failures="{fails}" '
            f'skipped="{skips}" errors="0">']
+    out += _properties(_run_facts(summary) if summary else [], "  ")
     for c in cells:
         out.append(f'  <testcase classname={quoteattr(c.target)} name={quoteattr(c.entry)} time="{c.seconds:.3f}">')
+        e = cov.get(c.entry)
+        if e:
+            structural = ",".join(f"{k}={v}" for k, v in e["structural"].items()) or "-"
+            out += _properties([("structural attributes", structural), ("numeric attributes", attribute_values(e)),
+                                ("goldens", e["goldens"]), ("random", e["random"]), ("cases run", c.cases),
+                                ("attribute sets", _sets_text(e))], "    ")
         if c.status in ("ulp", "error"):
             out.append(f'    <failure message={quoteattr(c.short())}>{escape(c.detail)}</failure>')
         elif c.status == "skipped":
             out.append(f'    <skipped message={quoteattr(c.detail)}/>')
         out.append("  </testcase>")
+    details = (summary or {}).get("skipped_details") or {}
     for t, why in skipped.items():
-        out.append(f'  <testcase classname={quoteattr(t)} name="target"><skipped message={quoteattr(why)}/></testcase>')
+        body = f">{escape(details[t])}</skipped>" if t in details else "/>"
+        out.append(f'  <testcase classname={quoteattr(t)} name="target"><skipped message={quoteattr(why)}{body}'
+                   f'</testcase>')
     out.append("</testsuite>")
     return "\n".join(out) + "\n"

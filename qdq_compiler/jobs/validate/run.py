@@ -13,7 +13,9 @@ from ... import targets as T
 from ...compile import compiler_version
 from ...errors import QDQError
 from . import report
-from .cells import Cell, run_cell
+from .cells import Cell, bound_calls, run_cell
+from .coverage import entry_coverage
+from .environment import environment, goldens_tf_versions, tf_version_text
 from .inputs import _shape_for
 from .matrix import build_matrix, shard as shard_of
 
@@ -112,8 +114,9 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                    junit_path: str | None = None, markdown_path: str | None = None) -> int:
     """Validate the matrix of ``ops`` x ``dtypes`` (default: all) on ``targets``; the exit status (1: a mismatch).
 
-    Prints the table, the mismatches and a summary line on stdout (skipped targets on stderr, and the
-    progress there: ``progress`` is one of PROGRESS_MODES); writes the JSON report, JUnit XML and Markdown to the paths given.
+    Prints the run's versions, host and devices, the table, the mismatches and a summary line on stdout
+    (skipped targets on stderr, and the progress there: ``progress`` is one of PROGRESS_MODES); writes the
+    JSON report, JUnit XML and Markdown (each with what every configuration covered) to the paths given.
     ``shard`` (i, n) runs the i-th of n slices of the matrix; ``jobs`` parallel compiles (0: one per core).
     """
     t0 = time.perf_counter()
@@ -135,16 +138,21 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                 cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
     first, total = len(cells), len(entries) * len(run_on)
     _stage(f"running {_count(len(entries) * len(run_on), 'cell')} ({_count(len(entries), 'configuration')} on "
-           f"{', '.join(run_on)}) against the oracle", progress)
+           f"{', '.join(run_on) or 'no target'}) against the oracle", progress)
+    coverage = []
     for e in entries:
+        cases = bound_calls(e, sizes, seed)  # bound once, the oracle's answers reused on every target
+        coverage.append(entry_coverage(e, cases))
         for t in run_on:
             if (e.name, t) in compile_errors:
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
             else:
-                cells.append(run_cell(e, t, sizes, seed))
+                cells.append(run_cell(e, t, sizes, seed, calls=cases))
             c = cells[-1]
-            _progress(len(cells) - first, total, f"{e.name} on {t}: {c.short()} ({c.cases} cases, {c.seconds:.1f} s)"
-                      if progress == "lines" else e.name, progress)
+            _progress(len(cells) - first, total, f"{e.name} on {t}: {c.short()} ({_count(c.cases, 'case')}, "
+                      f"{c.seconds:.1f} s)" if progress == "lines" else e.name, progress)
+    env = environment(run_on, skipped)
+    env["goldens_tf_version"] = goldens_tf_versions(e.op for e in entries)
     for t, why in skipped.items():
         print(f"{t}: skipped ({why})", file=sys.stderr)
     bad = [c for c in cells if not c.ok]
@@ -154,16 +162,20 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
             + (f"; compiled only: {', '.join(compile_only)}" if compile_only else "") + f"); {elapsed:.1f} s")
     summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
                "configurations": len(entries), "cells": len(cells), "exact": len(cells) - len(bad),
-               "failed": len(bad), "seconds": round(elapsed, 2), "text": text,
-               "known_deviations": {n: T.get(n).deviation for n in run_on if T.get(n).deviation}}
+               "failed": len(bad), "seconds": round(elapsed, 2), "text": text, "seed": seed, "sizes": list(sizes),
+               "known_deviations": {n: T.get(n).deviation for n in run_on if T.get(n).deviation},
+               "host_cpu": env["host_cpu"], "devices": env["devices"], "iree_compiler": env["iree_compiler"],
+               "iree_runtime": env["iree_runtime"], "tf_version": tf_version_text(env["goldens_tf_version"]),
+               "skipped_details": env.pop("skipped_details")}
+    print(report.environment_line(summary))
     print(report.format_table(cells, run_on + compile_only))
     for c in bad:
         print(f"MISMATCH {c.target} {c.entry}: {c.detail}")
     print(text)
     if json_path:
-        _write(json_path, report.json_report(cells, summary))
+        _write(json_path, report.json_report(cells, summary, coverage, env))
     if junit_path:
-        _write(junit_path, report.junit(cells, skipped))
+        _write(junit_path, report.junit(cells, skipped, summary, coverage))
     if markdown_path:
-        _write(markdown_path, report.markdown(cells, run_on + compile_only, skipped, summary))
+        _write(markdown_path, report.markdown(cells, run_on + compile_only, skipped, summary, coverage))
     return 1 if bad else 0
