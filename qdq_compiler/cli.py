@@ -8,19 +8,21 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
 from . import dtypes, ops
-from .errors import QDQError
+from .errors import QDQError, QDQWarning
 
 EXAMPLES = {
     "ops": "qdqc ops\n  qdqc ops --json",
-    "emit": "qdqc emit FakeQuantWithMinMaxArgs --attr min=-1 --attr max=1 --shape ?x8\n"
-            "  qdqc emit QuantizeAndDequantizeV4 --attr range_given=true --attr axis=1 --shape 4x?x3 --dtype f64",
-    "compile": "qdqc compile FakeQuantWithMinMaxVars --attr num_bits=4 --shape ? --target cpu -o fq.vmfb",
+    "emit": "qdqc emit FakeQuantWithMinMaxArgs --attr min=-1 --attr max=1 --shape '?x8'\n"
+            "  qdqc emit QuantizeAndDequantizeV4 --attr range_given=true --attr axis=1 --shape '4x?x3' --dtype f64",
+    "compile": "qdqc compile FakeQuantWithMinMaxVars --attr num_bits=4 --shape '?' --target cpu -o fq.vmfb",
     "run": "qdqc run FakeQuantWithMinMaxArgs --attr num_bits=4 --input x.npy -o y.npy\n"
-           "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input min.npy --input max.npy --target vmvx",
+           "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input -1 --input 1.5 --target vmvx\n"
+           "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input min.npy --input max.npy",
     "validate": "qdqc validate\n  qdqc validate --targets cpu,vmvx,vulkan --ops FakeQuantWithMinMaxArgs "
                 "--report r.json --junit r.xml --markdown r.md\n  qdqc validate --shard 1/4",
     "cache": "qdqc cache info\n  qdqc cache clear",
@@ -60,6 +62,11 @@ def _number(text: str):
         return float.fromhex(text) if text.lower().lstrip("-+").startswith("0x") else float(text)
     except ValueError:
         return None
+
+
+def _count(n: int, word: str) -> str:
+    """'1 input', '3 inputs'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _attrs(args) -> dict:
@@ -118,7 +125,7 @@ def cmd_run(args):
     spec = ops.get(args.op)
     inputs = args.input or []
     if len(inputs) != len(spec.inputs):
-        raise QDQError(f"{args.op} takes {len(spec.inputs)} inputs ({', '.join(spec.input_names)}), "
+        raise QDQError(f"{args.op} takes {_count(len(spec.inputs), 'input')} ({', '.join(spec.input_names)}), "
                        f"got {len(inputs)} --input", arg="--input")
     kwargs = _attrs(args)
     literals = {}
@@ -158,7 +165,7 @@ def cmd_cache(args):
     if args.action == "info":
         print(json.dumps(C.cache_info(), indent=1))
     else:
-        print(f"removed {C.cache_clear()} artifacts from {C.cache_dir()}")
+        print(f"removed {_count(C.cache_clear(), 'artifact')} from {C.cache_dir()}")
     return 0
 
 
@@ -254,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("compile", "compile one op configuration to a .vmfb", cmd_compile)
     _op_args(p)
     p.add_argument("-o", "--output", required=True, help="the .vmfb to write")
-    p = add("run", "run an op on .npy inputs (in the op's input order) and print or save the result", cmd_run)
+    p = add("run", "run an op on .npy files or numbers (in the op's input order) and print or save the result", cmd_run)
     p.add_argument("op", help="the raw op's name, as in tf.raw_ops (qdqc ops lists them)")
     p.add_argument("--attr", action="append", metavar="NAME=VALUE",
                    help="an attribute of the op, repeatable (e.g. --attr num_bits=4 --attr narrow_range=true)")
@@ -302,7 +309,17 @@ def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():
+            if args.command == "validate":  # its matrix runs TF's edge cases (min > max...) on purpose
+                warnings.simplefilter("ignore", QDQWarning)
+            show = warnings.showwarning  # a QDQWarning as one line, like the errors
+
+            def one_line(message, category, *rest, **kw):
+                if not issubclass(category, QDQWarning):
+                    return show(message, category, *rest, **kw)
+                print(f"qdqc: warning: {message}", file=sys.stderr)
+            warnings.showwarning = one_line
+            return args.func(args) or 0
     except QDQError as e:
         msg = " ".join(str(e).split("\n")[0].split()) if not getattr(e, "mlir", "") else str(e).split("\n")[0]
         print(f"qdqc: error: {msg}", file=sys.stderr)

@@ -14,6 +14,7 @@ the same bits on both paths, with the NaN pattern TF gives.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -366,6 +367,7 @@ class Computed(NamedTuple):
     kwargs: dict
     expect: Any          # a predicate on the first output
     what: str            # the documented outcome
+    warns: str = ""      # the QDQWarning both calls raise (README, behaviour notes), or none
 
 
 PC_NAN = np.array([NAN, -1, -1, -1], F)
@@ -376,7 +378,8 @@ COMPUTED = [
     Computed("vars-max-inf", VARS, dict(inputs=X, min=MN, max=f(INF)), all_nan, "all NaN"),
     Computed("vars-min-minus-inf", VARS, dict(inputs=X, min=f(-INF), max=MX), all_nan, "all NaN"),
     Computed("vars-both-inf", VARS, dict(inputs=X, min=f(-INF), max=f(INF)), all_nan, "all NaN"),
-    Computed("vars-inverted", VARS, dict(inputs=X, min=MX, max=MN), finite, "computed (TF does not check order)"),
+    Computed("vars-inverted", VARS, dict(inputs=X, min=MX, max=MN), finite, "computed (TF does not check order)",
+             "min > max"),
     Computed("vars-grad-min-nan", VARS_G, dict(gradients=XG, inputs=X, min=f(NAN), max=MX), None,
              "computed; same bits as the oracle"),
     Computed("vars-grad-max-inf", VARS_G, dict(gradients=XG, inputs=X, min=MN, max=f(INF)), None,
@@ -430,8 +433,12 @@ def assert_same_bits(op, kw, got, want):
 
 @pytest.mark.parametrize("case", COMPUTED, ids=[c.id for c in COMPUTED])
 def test_non_finite_ranges_compute_like_tf(case):
-    want = getattr(oracle, case.op)(**case.kwargs)
-    got = getattr(q.raw_ops, case.op)(**case.kwargs, target="cpu")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        want = getattr(oracle, case.op)(**case.kwargs)
+        got = getattr(q.raw_ops, case.op)(**case.kwargs, target="cpu")
+    said = [str(w.message) for w in record if issubclass(w.category, q.QDQWarning)]
+    assert len(said) == (2 if case.warns else 0) and all(case.warns in m for m in said), said
     assert_same_bits(case.op, case.kwargs, got, want)
     if case.expect is not None:
         assert case.expect(as_tuple(want)[0]), (case.what, want)
@@ -517,13 +524,6 @@ WRAPPER_BAD = [
      QDQTypeError, "gradients"),
     ("fq-missing-arguments", lambda: q.fake_quant_with_min_max_vars(X), TypeError, "min"),
     ("fq-unknown-keyword", lambda: q.fake_quant_with_min_max_args(X, foo=1), TypeError, "foo"),
-    ("vjp-v2-dy-shape", lambda: q.quantize_and_dequantize_v2_vjp(X, -1.0, 1.0)[1](X[:2]), QDQError, "gradients"),
-    ("vjp-v2-dy-string", lambda: q.quantize_and_dequantize_v2_vjp(X, -1.0, 1.0)[1]("a"), QDQTypeError,
-     "gradients"),
-    ("vjp-vars-dy-shape", lambda: q.fake_quant_with_min_max_vars_vjp(X, -1.0, 1.0)[1](X2), QDQError, "gradients"),
-    ("vjp-args-dy-dtype", lambda: q.fake_quant_with_min_max_args_vjp(X)[1](X.astype(D)), QDQTypeError, "gradients"),
-    ("vjp-pc-dy-string", lambda: q.fake_quant_with_min_max_vars_per_channel_vjp(X2, MN4, MX4)[1]("a"), QDQTypeError,
-     "gradients"),
 ]
 
 
@@ -533,6 +533,27 @@ def test_wrapper_bad_input(id_, call, exc, word, no_compile):
         call()
     assert word in str(info.value)
     assert isinstance(info.value, (ValueError, TypeError))
+    assert not any("/iree/" in str(e.path) for e in info.traceback)
+
+
+# The forward runs (and compiles) first; the bad ``dy`` must then be refused before anything more compiles.
+VJP_BAD = [
+    ("vjp-v2-dy-shape", lambda: q.quantize_and_dequantize_v2_vjp(X, -1.0, 1.0), X[:2], QDQError, "gradients"),
+    ("vjp-v2-dy-string", lambda: q.quantize_and_dequantize_v2_vjp(X, -1.0, 1.0), "a", QDQTypeError, "gradients"),
+    ("vjp-vars-dy-shape", lambda: q.fake_quant_with_min_max_vars_vjp(X, -1.0, 1.0), X2, QDQError, "gradients"),
+    ("vjp-args-dy-dtype", lambda: q.fake_quant_with_min_max_args_vjp(X), X.astype(D), QDQTypeError, "gradients"),
+    ("vjp-pc-dy-string", lambda: q.fake_quant_with_min_max_vars_per_channel_vjp(X2, MN4, MX4), "a", QDQTypeError,
+     "gradients"),
+]
+
+
+@pytest.mark.parametrize("id_, forward, dy, exc, word", VJP_BAD, ids=[w[0] for w in VJP_BAD])
+def test_vjp_bad_dy(id_, forward, dy, exc, word, request):
+    _, vjp = forward()
+    request.getfixturevalue("no_compile")
+    with pytest.raises(exc) as info:
+        vjp(dy)
+    assert word in str(info.value)
     assert not any("/iree/" in str(e.path) for e in info.traceback)
 
 

@@ -358,7 +358,7 @@ def test_cli_build_from_json(tmp_path, capsys):
     cfg.write_text(json.dumps({"targets": ["cpu", "vmvx"], "entries": [
         {"name": "fq", "op": "FakeQuantWithMinMaxArgs", "attrs": {"num_bits": 4}, "shape": "?"}]}))
     assert main(["build", "--config", str(cfg), "--out", str(tmp_path / "dist"), "--targets", "vmvx"]) == 0
-    assert "1 artifacts" in capsys.readouterr().err
+    assert "1 artifact (" in capsys.readouterr().err
     b = q.load_bundle(tmp_path / "dist")
     assert b.target == "vmvx" and b.names() == ["fq"]
     # Building into an existing bundle replaces it, files of the old one included.

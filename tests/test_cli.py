@@ -92,7 +92,7 @@ QDQ_ERRORS = [
     ("emit-pc-scalar-shape", ["emit", "FakeQuantWithMinMaxVarsPerChannel", "--shape", "scalar"], ["rank"]),
     ("compile-unknown-op", ["compile", "Foo", "-o", "{x}.vmfb"], ["unknown op"]),
     ("compile-unknown-target", ["compile", ARGS, "--target", "tpu", "-o", "{x}.vmfb"], ["unknown target 'tpu'"]),
-    ("run-no-input", ["run", ARGS], ["takes 1 inputs"]),
+    ("run-no-input", ["run", ARGS], ["takes 1 input (inputs), got 0 --input"]),
     ("run-too-few-inputs", ["run", VARS, "--input", "{x}", "--input", "{mn}"], ["takes 3 inputs", "got 2"]),
     ("run-too-many-inputs", ["run", ARGS, "--input", "{x}", "--input", "{x}"], ["got 2"]),
     ("run-int-input", ["run", ARGS, "--input", "{xi}"], ["int64", "float32"]),
@@ -283,3 +283,60 @@ def test_every_option_has_help(capsys):
             line = next(line for line in out.splitlines() if line.strip().startswith(opt))
             rest = out[out.index(line):].split("\n  ")[0] + out[out.index(line):].split("\n", 2)[1]
             assert len(rest.split()) > 2, f"{command} {opt} has no help: {line!r}"
+
+
+def test_run_literal_scalars_take_the_datas_dtype(npy, capsys, tmp_path):
+    """``--input -1.5`` / ``--input 2`` next to float64 data are float64 0-d arrays (issue 14.6)."""
+    x64, out = X.astype(np.float64), tmp_path / "y.npy"
+    rc, _, err = qdqc(["run", V2, "--input", npy("x64.npy", x64), "--input", "-1.5", "--input", "2",
+                       "--attr", "range_given=true", "--target", "oracle", "-o", out], capsys)
+    assert rc == 0, err
+    from qdq_compiler.numerics import bit_equal
+    from qdq_compiler.oracle import raw_ops as oracle
+    want = oracle.QuantizeAndDequantizeV2(input=x64, input_min=np.float64(-1.5), input_max=np.float64(2),
+                                          range_given=True)
+    assert np.load(out).dtype == np.float64 and bit_equal(np.load(out), want)
+
+
+def test_messages_count_in_the_singular_and_plural(capsys, monkeypatch):
+    """'1 artifact', '2 artifacts' (issue 14.6)."""
+    from qdq_compiler import compile as C
+    for n, words in ((1, "removed 1 artifact from"), (2, "removed 2 artifacts from")):
+        monkeypatch.setattr(C, "cache_clear", lambda n=n: n)
+        rc, out, _ = qdqc(["cache", "clear"], capsys)
+        assert rc == 0 and words in out, out
+    rc, _, err = qdqc(["run", VARS], capsys)
+    assert rc == 2 and "takes 3 inputs (inputs, min, max)" in err
+
+
+def test_build_of_one_artifact_says_one_artifact(capsys, tmp_path):
+    cfg = tmp_path / "one.json"
+    cfg.write_text(json.dumps({"entries": [{"op": ARGS, "shape": "?"}]}))
+    rc, _, err = qdqc(["build", "--config", cfg, "--out", tmp_path / "b"], capsys)
+    assert rc == 0, err
+    assert "manifest.json: 1 artifact (" in err and "1 artifacts" not in err
+
+
+def test_help_examples_quote_shell_globs():
+    """A '?' or '*' in an example command is quoted, so it runs as written in any shell (issue 14.5)."""
+    import re
+    for name, text in cli.EXAMPLES.items():
+        for line in text.splitlines():
+            assert not re.search(r"[?*\[]", re.sub(r"'[^']*'", "", line)), f"{name}: unquoted glob in {line!r}"
+
+
+@pytest.mark.filterwarnings("default::qdq_compiler.errors.QDQWarning")  # pyproject ignores it suite-wide
+def test_run_prints_a_qdq_warning_as_one_line(npy, capsys):
+    """TF's answer, with the warning of issue 14.7 as one 'qdqc: warning:' line on stderr."""
+    rc, out, err = qdqc(["run", VARS, "--input", npy("x.npy", X), "--input", "1", "--input", "-1",
+                         "--target", "oracle"], capsys)
+    assert rc == 0 and "0.9960785" in out
+    assert err.splitlines() == ["qdqc: warning: FakeQuantWithMinMaxVars: min > max: TF (and this op) then quantize "
+                                "every input to one constant (argument min)"], err
+
+
+def test_validate_runs_tfs_edge_cases_without_warnings(capsys):
+    """The matrix runs min > max, min == max != 0 (TF's goldens) on purpose: no QDQWarning noise."""
+    rc, _, err = qdqc(["validate", "--ops", "FakeQuantWithMinMaxVarsPerChannel", "--dtypes", "f32", "--targets", "cpu",
+                       "--sizes", "100", "--no-progress"], capsys)
+    assert rc == 0 and "warning" not in err.lower(), err

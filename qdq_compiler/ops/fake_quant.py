@@ -96,7 +96,7 @@ def check(c, spec, arrays, attrs):
             if t.ndim != 0:
                 c.fail(f"{n} must be a scalar (rank 0), got shape {list(t.shape)}", n,
                        tf=f"`{n}` must be rank 0 but is rank {t.ndim}")
-        _warn_reversed_range(c, mn, mx)
+        _warn_suspect_range(c, mn, mx)
         return
     # per-channel along the last dimension
     if x.ndim == 0:  # TF 2.21 aborts here (Check failed: d >= 0); the shape function's words
@@ -113,16 +113,21 @@ def check(c, spec, arrays, attrs):
         if t.shape[0] != d:
             c.fail(f"{n} has length {t.shape[0]}, expected {d} (the last dimension of inputs)", n,
                    tf=f"{n} has incorrect size, expected {d} was {t.shape[0]}")
-    _warn_reversed_range(c, mn, mx)
+    _warn_suspect_range(c, mn, mx)
 
 
-def _warn_reversed_range(c, mn, mx):
-    """min > max is no error in TF: the nudge then maps every input to one constant (README, behaviour notes)."""
+def _warn_suspect_range(c, mn, mx):
+    """TF takes any min/max here, but two answers are almost certainly mistakes (README, behaviour notes):
+    min > max quantizes every input to one constant; min == max != 0 divides by a zero scale (NaN)."""
     with np.errstate(invalid="ignore"):
         reversed_ = np.greater(mn, mx)
-    if reversed_.any():
-        where = "" if reversed_.ndim == 0 else f" in {int(reversed_.sum())} of {reversed_.size} channels"
-        c.warn(f"min > max{where}: TF (and this op) then return one constant for every input", "min")
+        zero_width = np.equal(mn, mx) & (np.abs(mn) >= np.finfo(np.float32).tiny)  # not 0 (TF's zeros), not flushed
+    for bad, what, result in ((reversed_, "min > max", "quantize every input to one constant"),
+                              (zero_width, "min == max != 0", "divide by a zero scale (the forward output is NaN)")):
+        if bad.any():
+            n, of = int(bad.sum()), bad.size
+            where = "" if bad.ndim == 0 else f" in {n} of {of} channel{'s' * (of != 1)}"
+            c.warn(f"{what}{where}: TF (and this op) then {result}", "min")
 
 
 class FakeQuantBase(Family):

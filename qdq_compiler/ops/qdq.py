@@ -169,9 +169,9 @@ class QuantizeAndDequantize(Family):
             _check_num_bits(c, int(nb), signed, backticks=True)
         else:
             _check_num_bits(c, attrs["num_bits"], signed, backticks=False)
-            if signed and attrs["num_bits"] == 1 and attrs.get("narrow_range", False):
-                c.warn("signed num_bits=1 with narrow_range leaves the single level 0: TF (and this op) then "
-                       "return -inf, NaN and +inf", "num_bits")
+        if signed and attrs.get("narrow_range", False) and (int(nb) if v.num_bits_tensor else attrs["num_bits"]) == 1:
+            c.warn("signed num_bits=1 with narrow_range leaves the single level 0: TF (and this op) then "
+                   "return -inf, NaN and +inf", "num_bits")
         if v.range_attrs:
             if attrs["range_given"]:
                 check_given_range(c, np.float32(attrs["input_min"]), np.float32(attrs["input_max"]))
