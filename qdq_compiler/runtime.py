@@ -99,9 +99,20 @@ def device_for(driver: str):
                 # heap "*" (the only one), any allocation size, at most `pool` bytes, 64 free buffers.
                 dev = rt.get_driver(driver).create_default_device(allocators=[f"caching:*=*;{pool};64"])
             else:
+                _require_no_conflict(driver)
                 dev = rt.get_device(driver)
             _devices[driver] = dev
         return dev
+
+
+def _require_no_conflict(driver: str):
+    """Refuse, before any dispatch, a driver that would crash or hang in this process (Vulkan beside
+    TensorFlow's LLVM: targets/conflicts.py). A few dlsym lookups where the driver is isolated."""
+    from .targets import conflicts
+    why = conflicts.check(driver)
+    if why:
+        from .errors import TargetUnavailableError
+        raise TargetUnavailableError(f"driver {driver!r} cannot run in this process: {why}", arg="target")
 
 
 def config_for(driver: str):
@@ -218,6 +229,7 @@ class LoadedFunction:
     def __call__(self, args: Sequence, outs: Sequence[np.ndarray | None] | None = None,
                  driver: str | None = None) -> list[np.ndarray]:
         if not self.cpu:
+            _require_no_conflict(self.driver)
             if self.storage_args:
                 raise RuntimeError(f"{self.function_name}: output storage is only supported on CPU drivers here")
             plain = [a.array if type(a) is Constant else a for a in args]
@@ -248,6 +260,7 @@ class LoadedFunction:
         (returned unread). For timing the kernel without the host-side marshalling."""
         import iree.runtime as rt
         if not self.cpu:
+            _require_no_conflict(self.driver)
             dev = config_for(self.driver).device
             dargs = [rt.asdevicearray(dev, _as_host_array(a.array if type(a) is Constant else a)) for a in args]
             fn = self.fn
@@ -402,7 +415,12 @@ def load(driver: str, key: str, vmfb: bytes, function: str,
 
 def _release_all():
     """Drop the cached IREE objects before the interpreter tears the bindings down (at exit)."""
+    from .targets import conflicts
     with _lock:
+        if "vulkan" in _devices and conflicts.check("vulkan"):
+            # A Vulkan driver bound to TensorFlow's LLVM never returns from vkDestroyDevice: keep it alive.
+            import ctypes
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(_devices["vulkan"]))
         _functions.clear()
         _configs.clear()
         _devices.clear()

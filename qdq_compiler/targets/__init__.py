@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field, fields
 
 from ..errors import QDQError, TargetUnavailableError
+from . import conflicts
 
 COMMON_FLAGS = ("--iree-input-type=stablehlo", "--iree-input-demote-f64-to-f32=false")
 
@@ -82,6 +83,9 @@ class Target:
         """(True, '') when this machine can run artifacts of this target, else (False, the reason)."""
         if self.compile_only:
             return False, f"{self.name} is compile-only in qdq_compiler"
+        why = conflicts.check(self.driver)  # before the driver loads: Vulkan beside TensorFlow's LLVM
+        if why:
+            return False, why
         return _driver_available(self.driver)
 
     def require_available(self):
