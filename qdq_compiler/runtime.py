@@ -43,10 +43,12 @@ import json
 import os
 import re
 import threading
+import weakref
 from typing import Sequence
 
 import numpy as np
 
+from . import device_sessions
 from .host_memory import (DEFAULT_IMPORT_ALIGNMENT, Constant, _aligned_empty, _as_host_array, _constants,
                           _dtype_of, _element_type, _view_of)
 from .host_memory import _Keep, empty_aligned  # noqa: F401  (re-exported: runtime.empty_aligned is public)
@@ -89,18 +91,15 @@ def task_max_bytes() -> int:
 
 
 def device_for(driver: str):
-    """The process-wide HAL device of ``driver`` (CPU devices get a bounded caching allocator)."""
+    """The process-wide HAL device of a CPU ``driver``, with a bounded caching allocator. (Other drivers'
+    devices live in ``device_sessions``, closed when idle.)"""
     import iree.runtime as rt
     with _lock:
         dev = _devices.get(driver)
         if dev is None:
-            if driver in CPU_DRIVERS:
-                pool = int(os.environ.get("QDQ_POOL_BYTES", POOL_BYTES))
-                # heap "*" (the only one), any allocation size, at most `pool` bytes, 64 free buffers.
-                dev = rt.get_driver(driver).create_default_device(allocators=[f"caching:*=*;{pool};64"])
-            else:
-                _require_no_conflict(driver)
-                dev = rt.get_device(driver)
+            pool = int(os.environ.get("QDQ_POOL_BYTES", POOL_BYTES))
+            # heap "*" (the only one), any allocation size, at most `pool` bytes, 64 free buffers.
+            dev = rt.get_driver(driver).create_default_device(allocators=[f"caching:*=*;{pool};64"])
             _devices[driver] = dev
         return dev
 
@@ -187,21 +186,18 @@ class LoadedFunction:
 
     def __init__(self, driver: str, key: str, vmfb: bytes, function: str,
                  import_alignment: int = DEFAULT_IMPORT_ALIGNMENT):
-        import iree.runtime as rt
         self.driver, self.key, self.function_name = driver, key, function
         self.import_alignment = max(int(import_alignment), 16)
         self._vmfb = vmfb
         self.cpu = driver in CPU_DRIVERS
         self._variants: dict[str, _Variant] = {}
+        self.fn = None
         if self.cpu:
-            self.fn = None
             decl_fn = self._variant(driver).vm_function
         else:
-            cfg = config_for(driver)
-            module = rt.VmModule.copy_buffer(cfg.vm_instance, vmfb)
-            ctx = rt.SystemContext(vm_modules=[module], config=cfg)
-            self.fn = ctx.modules.module[function]
-            decl_fn = self.fn.vm_function
+            _require_no_conflict(driver)
+            with device_sessions.use(driver) as session:
+                decl_fn = session.function(key, vmfb, function).vm_function
         self.n_results, self.storage_args = _abi_of(decl_fn)
 
     def _variant(self, driver: str) -> _Variant:
@@ -233,9 +229,10 @@ class LoadedFunction:
             if self.storage_args:
                 raise RuntimeError(f"{self.function_name}: output storage is only supported on CPU drivers here")
             plain = [a.array if type(a) is Constant else a for a in args]
-            out = self.fn(*plain)
-            res = out if isinstance(out, (tuple, list)) else (out,)
-            return _copy_into([to_numpy(o) for o in res], outs)
+            with device_sessions.use(self.driver) as session:  # copied out before the session may close
+                out = session.function(self.key, self._vmfb, self.function_name)(*plain)
+                res = out if isinstance(out, (tuple, list)) else (out,)
+                return _copy_into([to_numpy(o) for o in res], outs)
         import iree.runtime as rt
         v = self._variant(driver or self.pick_driver(args))
         arg_list, keep, _ = self._bind_all(v, args, outs)
@@ -261,13 +258,16 @@ class LoadedFunction:
         import iree.runtime as rt
         if not self.cpu:
             _require_no_conflict(self.driver)
-            dev = config_for(self.driver).device
-            dargs = [rt.asdevicearray(dev, _as_host_array(a.array if type(a) is Constant else a)) for a in args]
-            fn = self.fn
+            unpin = device_sessions.pin(self.driver)  # open while the callable lives
+            session = unpin.session
+            dargs = [rt.asdevicearray(session.device, _as_host_array(a.array if type(a) is Constant else a))
+                     for a in args]
+            fn = session.function(self.key, self._vmfb, self.function_name)
 
             def go_device():
                 return fn(*dargs)
             go_device.driver = self.driver
+            weakref.finalize(go_device, unpin)
             return go_device
         driver = driver or self.pick_driver(args)
         v = self._variant(driver)
@@ -417,10 +417,12 @@ def _release_all():
     """Drop the cached IREE objects before the interpreter tears the bindings down (at exit)."""
     from .targets import conflicts
     with _lock:
-        if "vulkan" in _devices and conflicts.check("vulkan"):
-            # A Vulkan driver bound to TensorFlow's LLVM never returns from vkDestroyDevice: keep it alive.
-            import ctypes
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(_devices["vulkan"]))
+        for driver, session in list(device_sessions._sessions.items()):
+            if conflicts.check(driver):
+                # A Vulkan driver bound to TensorFlow's LLVM never returns from vkDestroyDevice: keep it alive.
+                import ctypes
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(session))
+        device_sessions.close(force=True)
         _functions.clear()
         _configs.clear()
         _devices.clear()

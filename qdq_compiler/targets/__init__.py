@@ -46,6 +46,9 @@ class Limits:
     max_loop_iterations: int | None = None   # a loop stops after this many iterations (lavapipe: 65535):
     #   reductions are split into bounded stages (macro reduce_two_stage) and longer ones compiled static
     empty_buffers: bool = True               # can bind zero-sized buffers (Vulkan cannot: the host answers)
+    idle_device_s: float | None = None       # close the runtime device after this many idle seconds (None:
+    #   keep it for the process): IREE's Vulkan device on lavapipe spins two threads while it exists
+    #   (device_sessions.py)
 
     def __post_init__(self):
         if self.max_loop_iterations is not None and (not isinstance(self.max_loop_iterations, int)
@@ -54,6 +57,10 @@ class Limits:
                              "window) or None")
         if not isinstance(self.empty_buffers, bool):
             raise TypeError("Limits.empty_buffers must be a bool")
+        if self.idle_device_s is not None and (isinstance(self.idle_device_s, bool)
+                                               or not isinstance(self.idle_device_s, (int, float))
+                                               or self.idle_device_s < 0):
+            raise ValueError("Limits.idle_device_s must be a number of seconds >= 0 or None")
 
 
 @dataclass(frozen=True)
@@ -116,11 +123,19 @@ def _driver_available(driver: str) -> tuple[bool, str]:
     import iree.runtime as rt
     if driver not in rt.query_available_drivers():
         return False, f"the IREE runtime has no {driver!r} driver"
-    try:
-        rt.get_device(driver)
+    try:  # made and dropped: a device kept here would live (and, on lavapipe, spin) for the process
+        device = rt.get_driver(driver).create_default_device()
     except Exception as e:  # no device behind the driver (no GPU, no Vulkan ICD)
         return False, f"no {driver} device: {readable_iree_error(e)}"
+    del device
     return True, ""
+
+
+def idle_device_seconds(driver: str) -> float | None:
+    """The shortest ``Limits.idle_device_s`` among the targets that run on ``driver`` (None: keep the device)."""
+    limits = [t.limits.idle_device_s for t in TARGETS.values()
+              if t.driver == driver and t.limits.idle_device_s is not None]
+    return min(limits) if limits else None
 
 
 def readable_iree_error(e: Exception) -> str:
@@ -159,7 +174,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),
            "Vulkan SPIR-V for Mesa's lavapipe (llvmpipe); other GPUs via --iree-vulkan-target",
-           limits=Limits(max_loop_iterations=65535, empty_buffers=False), quirks=_GPU_QUIRKS),
+           limits=Limits(max_loop_iterations=65535, empty_buffers=False, idle_device_s=1.0), quirks=_GPU_QUIRKS),
     Target("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_80",),
            "CUDA PTX for sm_80 (runs on Ampere and, JIT-compiled by the driver, on Hopper)",
            quirks=_GPU_QUIRKS),
