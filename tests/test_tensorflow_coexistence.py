@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from targets_util import require
 
 ROOT = Path(__file__).resolve().parent.parent
 TF_PY = ROOT / ".venv-tf" / "bin" / "python"
+INSTALL_WAIT_S = 900  # .ci/run's background install of tensorflow-cpu: ~150 s here
 TIMEOUT_S = 300  # TensorFlow's import, a compile and a lavapipe JIT on a busy 2-core machine: well under this
 
 # The checks every script shares: a Vulkan result must equal the oracle (and TensorFlow) bit for bit.
@@ -41,16 +43,36 @@ def check(q, tf, **attrs):
 """
 
 
+def _tf_python() -> Path:
+    """.venv-tf's Python, once ready. .ci/run installs it in the background while the main suite runs
+    (marker files ``.ready`` / ``.failed``; its log is ``.venv-tf.log``): wait for it here, bounded."""
+    venv = TF_PY.parent.parent
+    if not venv.is_dir():
+        pytest.skip(f"no TensorFlow virtualenv at {venv} (.ci/run makes it: tensorflow-cpu==2.21.0 in a "
+                    f"virtualenv that also sees .venv's packages)")
+    deadline = time.monotonic() + INSTALL_WAIT_S
+    while not (venv / ".ready").exists() and (venv / ".installing").exists():
+        if (venv / ".failed").exists() or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    if (venv / ".failed").exists() or (venv / ".installing").exists() and not (venv / ".ready").exists():
+        log = ROOT / ".venv-tf.log"
+        tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+        pytest.fail(f"the TensorFlow virtualenv {venv} was not installed "
+                    f"({'failed' if (venv / '.failed').exists() else f'not ready after {INSTALL_WAIT_S} s'}):\n{tail}")
+    if not TF_PY.exists():
+        pytest.skip(f"{venv} has no bin/python")
+    return TF_PY
+
+
 def run_tf(body: str) -> tuple[int, str, str]:
     """Run ``body`` under .venv-tf's Python (this checkout's qdq_compiler); (rc, stdout, stderr). A run
     past TIMEOUT_S fails the test, saying whether the script had finished (a hang at exit) or not."""
-    if not TF_PY.exists():
-        pytest.skip(f"no TensorFlow virtualenv at {TF_PY.parent.parent} (.ci/run makes it: tensorflow-cpu==2.21.0 "
-                    f"and pip install -e .)")
+    tf_py = _tf_python()
     require("vulkan")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     script = PRELUDE + textwrap.dedent(body) + '\nprint("SCRIPT DONE", flush=True)\n'
-    p = subprocess.Popen([str(TF_PY), "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([str(tf_py), "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = p.communicate(timeout=TIMEOUT_S)
