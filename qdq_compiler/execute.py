@@ -25,6 +25,7 @@ class Artifact:
     def __init__(self, config: OpConfig, flags: tuple[str, ...], vmfb: bytes, path, key: str, mlir: str | None = None):
         self.config, self.flags, self.vmfb, self.path, self.key = config, flags, vmfb, path, key
         self._mlir = mlir
+        self.from_cache = mlir is None  # found through the cache index: nothing rendered or compiled
 
     @property
     def mlir(self) -> str:

@@ -68,17 +68,19 @@ def precompile(entries, targets, sizes, jobs: int, progress: str):
     def one(item):
         e, t, sh = item
         try:
-            execute.artifact_for(execute.config_for_entry(e, t, sh))
+            return "loaded from the cache" if execute.artifact_for(execute.config_for_entry(e, t, sh)).from_cache \
+                else "compiled"
         except QDQError as ex:
             errors[(e.name, t)] = " ".join(str(ex).split())[:400]
+            return "failed to compile"
 
     done = 0
     _stage(f"compiling {_count(len(work), 'artifact')} ({_count(jobs, 'parallel job')}; cached ones load at once)",
            progress)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for (e, t, _), _ in zip(work, pool.map(one, work)):
+        for (e, t, _), how in zip(work, pool.map(one, work)):
             done += 1
-            _progress(done, len(work), f"compiled {e.name} for {t}", progress)
+            _progress(done, len(work), f"{how} {e.name} for {t}", progress)
     return errors
 
 
