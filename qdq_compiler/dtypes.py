@@ -33,6 +33,12 @@ class DType:
         return self.np.itemsize * 8
 
     @property
+    def integral_threshold(self) -> float:
+        """2^(mantissa bits): every value of at least this magnitude is an integer, and adding it to a smaller
+        magnitude rounds that to an integer, ties to even (the rounding macro's trick)."""
+        return float(2 ** np.finfo(self.np).nmant)
+
+    @property
     def uint(self) -> np.dtype:
         """The unsigned integer of the same width: the raw bit pattern."""
         return np.dtype(f"uint{self.bits}")

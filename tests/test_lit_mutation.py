@@ -2,7 +2,8 @@
 
 For each mutation, the templates are copied to a scratch directory together with the qdq_compiler
 package and lit_tests/ (emit.py reads its templates from ``<package>/../templates``), one template is
-edited (floor -> ceil, round_nearest_even -> round_nearest_afz, TF's clamp without its upper select,
+edited (floor -> ceil, round_nearest_even -> round_nearest_afz on the targets that still use it (vmvx,
+vulkan), llvm-cpu's HALF_TO_EVEN select with its operands swapped, TF's clamp without its upper select,
 reduce minimum <-> maximum), and lit runs the tests that guard that part with PYTHONPATH pointing at
 the scratch package. Every one of those tests must FAIL; the same tests on the unbroken copy must pass
 (so a failure is the mutation's doing, not the set-up's). QDQ_TEMPLATE_DIR is set as well, for when
@@ -55,11 +56,24 @@ MUTATIONS = [
              ("emit/fake_quant_args.test", "emit/qdq_rounding.test", "lowering/rounding.test",
               "e2e/cpu/FakeQuantWithMinMaxArgs.test"),
              (["FakeQuantWithMinMaxArgs"], "stablehlo.ceil")),
+    # round_nearest_even is left only on vmvx (sign restore) and vulkan/cuda (plain); llvm-cpu (cpu,
+    # cpu-host) adds and subtracts 2^p instead (quirk roundeven_is_slow), see the next mutation.
     Mutation("round_even_to_afz", "macros.mlir.j2",
              r"stablehlo\.round_nearest_even", "stablehlo.round_nearest_afz", 2,
-             ("emit/qdq_rounding.test", "emit/target_vmvx.test", "lowering/rounding.test",
-              "e2e/cpu/QuantizeAndDequantize.test", "e2e/vmvx/QuantizeAndDequantize.test"),
-             (["QuantizeAndDequantizeV2"], "stablehlo.round_nearest_afz")),
+             ("emit/target_vmvx.test", "lowering/rounding.test",
+              "e2e/vmvx/QuantizeAndDequantize.test", "e2e/vmvx/QuantizeAndDequantizeV2.test"),
+             (["QuantizeAndDequantizeV2", "--target", "vmvx"], "stablehlo.round_nearest_afz")),
+    # llvm-cpu's HALF_TO_EVEN, select(|v| < 2^p, (|v| + 2^p) - 2^p, |v|), with the select's operands
+    # swapped: small values pass unrounded, huge ones are "rounded". Same ops, only the dataflow differs.
+    Mutation("cpu_round_select_swapped", "macros.mlir.j2",
+             r'select\(out ~ "_raw", out ~ "_small", out ~ "_down", out ~ "_abs"\)',
+             'select(out ~ "_raw", out ~ "_small", out ~ "_abs", out ~ "_down")', 1,
+             ("emit/qdq_rounding.test", "emit/target_vmvx.test", "emit/qdq_data_range.test",
+              "emit/qdq_f64.test", "emit/qdq_v1.test", "emit/qdq_v3.test", "emit/params_runtime.test",
+              "lowering/rounding.test", "lowering/input_conversion.test", "lowering/f64_stays_f64.test",
+              "lowering/dispatch_data_range.test",
+              "e2e/cpu/QuantizeAndDequantize.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
+             (["QuantizeAndDequantizeV2"], "%r_raw = stablehlo.select %r_small, %r_abs, %r_down")),
     Mutation("drop_clamp_select", "macros.mlir.j2",
              r"\{% macro clamp\(.*?\{%- endmacro %\}", _drop_upper_clamp, 1,
              ("emit/fake_quant_args.test", "emit/qdq_rounding.test", "lowering/rounding.test",

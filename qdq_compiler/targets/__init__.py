@@ -33,6 +33,8 @@ class Quirks:
     folds_mul_by_zero: bool = False          # folds x * 0.0 to +0, losing TF's -0 (V3's unsigned qmin)
     minmax_ignores_nan: bool = False         # min/max reductions skip NaN (macro reduce_range_nan)
     roundeven_drops_zero_sign: bool = False  # roundeven(-0.5) is +0 (macro round_half_even)
+    roundeven_is_slow: bool = False          # roundeven lowers to ~60 integer ops per vector (llvm-cpu on
+    #   x86-64-v2): macro round_half_even adds and subtracts 2^p instead (exact; QDQ 4.6x -> 1.2x a copy)
 
     def __post_init__(self):
         for f in fields(self):
@@ -155,6 +157,7 @@ def readable_iree_error(e: Exception) -> str:
 
 
 _CPU_TRIPLE = "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu"
+_LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True)
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
@@ -163,11 +166,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
             # Peel the vector remainder: with dynamic shapes the default masks every load and store
             # into scalar inserts (FakeQuantArgs at 2^24: 2.2x a copy -> about 1.2x).
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
-           "llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact"),
+           "llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact", quirks=_LLVM_CPU_QUIRKS),
     Target("cpu-host", "llvm-cpu", "local-sync",
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",
-           bit_exact=False,
+           bit_exact=False, quirks=_LLVM_CPU_QUIRKS,
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
            quirks=Quirks(roundeven_drops_zero_sign=True, folds_mul_by_zero=True)),
