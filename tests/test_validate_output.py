@@ -4,6 +4,7 @@ covered (attributes, case counts, seed, host CPU, devices, IREE and TF versions)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -153,3 +154,17 @@ def test_iree_errors_read_as_one_line():
     assert readable_iree_error(RuntimeError("")) == "RuntimeError"
     ok, why = targets.get("cuda").availability()
     assert ok or ("\n" not in why and ".c:" not in why), why
+
+
+def test_progress_says_compiled_then_loaded_from_the_cache(tmp_path):
+    """A warm run must not claim to compile what it loads (it printed 'compiled' for every artifact)."""
+    env = {**os.environ, "QDQ_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(QDQC + ["validate", "--targets", "cpu", "--ops", "FakeQuantWithMinMaxArgs", "--sizes", "200"],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
+        assert out.returncode == 0, out.stderr
+        runs.append([line for line in out.stderr.splitlines() if line.startswith("[") and " for cpu" in line])
+    cold, warm = runs
+    assert cold and all("] compiled " in line for line in cold), cold
+    assert len(warm) == len(cold) and all("] loaded from the cache " in line for line in warm), warm
