@@ -7,10 +7,7 @@ a tensor, ...) live in ``variant``, a record defined and read only by the family
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .family import Family
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,7 @@ class Input:
 @dataclass(frozen=True)
 class OpSpec:
     name: str
-    family: "Family"
+    family: Any  # its ops.family.Family (not imported: family.py imports this module)
     inputs: tuple[Input, ...]
     attrs: tuple[Attr, ...]
     outputs: tuple[str, ...]      # the first has the data's shape, any others the range's shape
