@@ -133,6 +133,7 @@ def _driver_available(driver: str) -> tuple[bool, str]:
     return True, ""
 
 
+@functools.lru_cache(maxsize=None)
 def idle_device_seconds(driver: str) -> float | None:
     """The shortest ``Limits.idle_device_s`` among the targets that run on ``driver`` (None: keep the device)."""
     limits = [t.limits.idle_device_s for t in TARGETS.values()

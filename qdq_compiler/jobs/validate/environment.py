@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ... import compile as compile_module
+from ... import iree_tools
 from ... import targets as T
 from .inputs import golden_tf_version
 
@@ -60,21 +60,11 @@ def driver_detail(target: str, reason: str) -> str:
 
 
 def iree_versions() -> dict:
-    """``compile.iree_info()`` where it exists (compiler and runtime versions, revisions, the tools used),
-    else the compiler version and the Python runtime's."""
-    info_fn = getattr(compile_module, "iree_info", None)
-    if info_fn is not None:
-        try:
-            return dict(info_fn())
-        except Exception as e:  # noqa: BLE001 - a report field; compiling already checked the tools
-            why = f"{type(e).__name__}: {e}"
-            return {"compiler_version": compile_module.compiler_version(), "iree_info_error": why}
+    """``iree_tools.iree_info()``: compiler and runtime versions, revisions, the tools used."""
     try:
-        from iree.runtime import version
-        runtime = version.VERSION
-    except Exception:  # noqa: BLE001
-        runtime = None
-    return {"compiler_version": compile_module.compiler_version(), "runtime_version": runtime}
+        return dict(iree_tools.iree_info())
+    except Exception as e:  # noqa: BLE001 - a report field; compiling already checked the tools
+        return {"compiler_version": iree_tools.compiler_version(), "iree_info_error": f"{type(e).__name__}: {e}"}
 
 
 def goldens_tf_versions(ops) -> dict[str, str]:
