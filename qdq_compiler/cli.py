@@ -27,7 +27,7 @@ EXAMPLES = {
                 "--report r.json --junit r.xml --markdown r.md\n  qdqc validate --shard 1/4\n"
                 "  qdqc validate --semantics tf-cpu,tf-xla --ops FakeQuantWithMinMaxVars",
     "diverge": "qdqc diverge --ops FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVars\n"
-               "  qdqc diverge --dtypes f32 --markdown diverge.md --json diverge.json",
+               "  qdqc diverge --dtypes f32 --markdown diverge.md --json diverge.json --junit diverge.xml",
     "cache": "qdqc cache info\n  qdqc cache clear",
     "bench": "qdqc bench --sizes 16,20,24 --json bench.json --plot bench.png",
     "build": "qdqc build --config examples/qat_bundle.toml --out dist/",
@@ -185,7 +185,7 @@ def cmd_diverge(args):
         ops.get(o)
     if args.size < 1:
         raise QDQError("--size must be a positive element count", arg="--size")
-    return run(_csv(args.ops), dts, args.size, args.seed, args.json, args.markdown)
+    return run(_csv(args.ops), dts, args.size, args.seed, args.json, args.markdown, args.junit)
 
 
 def cmd_validate(args):
@@ -318,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--markdown", help="write a Markdown table here")
+    p.add_argument("--junit", help="write JUnit XML here (a passing testcase per row, the figures as properties)")
     p = add("cache", "inspect or clear the artifact cache", cmd_cache)
     p.add_argument("action", choices=("info", "clear"))
     p = add("bench", "measure throughput against a memory copy, NumPy and TF (if installed)", cmd_bench)

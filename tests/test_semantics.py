@@ -1,6 +1,7 @@
 """The semantics keyword and the 16-bit types: names, errors, the storage conversions on every target, and
 the divergence view between TF's two answers."""
 import json
+import xml.etree.ElementTree as ET
 
 import ml_dtypes
 import numpy as np
@@ -72,11 +73,20 @@ def test_divergence_view_counts_what_tf_counts(tmp_path, capsys):
     assert any(r.nan_one_side for r in vars_rows)                   # XLA clamps a NaN input to nudged_min
     example = next(r.example for r in vars_rows if r.differ)
     assert example["tf-cpu"] != example["tf-xla"] and example["input"] is not None
-    rc = diverge.run(["FakeQuantWithMinMaxVars"], ["f32"], 5000, 0, str(tmp_path / "d.json"), str(tmp_path / "d.md"))
+    rc = diverge.run(["FakeQuantWithMinMaxVars"], ["f32"], 5000, 0, str(tmp_path / "d.json"), str(tmp_path / "d.md"),
+                     str(tmp_path / "d.xml"))
     assert rc == 0 and "TF's two answers differ on" in capsys.readouterr().out
     data = json.loads((tmp_path / "d.json").read_text())
     assert data["semantics"] == ["tf-cpu", "tf-xla"] and data["rows"][0]["elements"] == 5000
+    assert diverge.from_json(data) == diverge.diverge(["FakeQuantWithMinMaxVars"], ["float32"], size=5000)
     assert "| configuration |" in (tmp_path / "d.md").read_text()
+    suite = ET.parse(tmp_path / "d.xml").getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert suite.get("name") == "qdqc-diverge" and len(cases) == len(data["rows"]) and int(suite.get("failures")) == 0
+    for case, row in zip(cases, data["rows"]):
+        props = {p.get("name"): p.get("value") for p in case.find("properties")}
+        assert int(props["differ"]) == row["differ"] and int(props["elements"]) == row["elements"]
+        assert case.get("classname") == row["configuration"]
 
 
 def _representable(a, dtype) -> bool:

@@ -38,6 +38,25 @@ def test_reports_agree_and_are_well_formed(tmp_path, capsys):
     assert "cells exact" in out and "FakeQuantWithMinMaxArgs[]:f32:dynamic" in out
 
 
+def test_both_semantics_add_where_tfs_answers_differ_to_every_report(tmp_path, capsys):
+    rc, report, junit, md = _run(tmp_path, "--targets", "cpu", "--ops", "FakeQuantWithMinMaxVars", "--dtypes", "f32",
+                                 "--semantics", "tf-cpu,tf-xla", "--sizes", "2000")
+    assert rc == 0 and report["summary"]["semantics"] == ["tf-cpu", "tf-xla"]
+    div = report["divergence"]
+    assert div["semantics"] == ["tf-cpu", "tf-xla"] and div["size"] == 2000
+    assert any(r["differ"] > 0 and r["example"]["tf-cpu"] != r["example"]["tf-xla"] for r in div["rows"])
+    # JUnit: the validation suite as before, and the divergence as a second suite of passing testcases
+    assert junit.tag == "testsuites"
+    validate_suite, diverge_suite = junit.findall("testsuite")
+    assert validate_suite.get("name") == "qdqc-validate" and int(validate_suite.get("failures")) == 0
+    assert diverge_suite.get("name") == "qdqc-diverge" and int(diverge_suite.get("tests")) == len(div["rows"])
+    first = diverge_suite.find("testcase")
+    props = {p.get("name"): p.get("value") for p in first.find("properties")}
+    assert int(props["differ"]) == div["rows"][0]["differ"] and "max levels" in props
+    assert "## Where TF's two answers differ" in md and "| max levels |" in md
+    assert "TF's two answers differ on" in capsys.readouterr().out
+
+
 def test_coverage_names_the_numeric_attributes_of_every_call():
     """Attributes that are tensors (V3's num_bits, per-channel ranges) are reported like attributes."""
     v3 = next(e for e in V.build_matrix(["QuantizeAndDequantizeV3"], ["float32"])

@@ -5,13 +5,15 @@ lowering); every output element whose bits differ is counted, measured in quanti
 difference over the grid step of the CPU answer: ``Family.grid_step``) and in ULPs, and the first one
 is kept as an example (input value, both answers). Only dtypes both semantics take are compared; the
 sums of the FakeQuant gradients are compared within the freedom of their summation order (policy 6).
-The reports: a text table (stdout), JSON and Markdown.
+The reports: a text table (stdout), JSON, Markdown and JUnit XML; ``qdqc validate --semantics tf-cpu,tf-xla``
+adds the same rows to its own reports.
 """
 from __future__ import annotations
 
 import json
 import warnings
 from dataclasses import asdict, dataclass
+from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
@@ -112,41 +114,85 @@ def diverge(ops_: list[str] | None = None, dtypes: list[str] | None = None, size
     return rows
 
 
+def _columns(r: Divergence) -> dict[str, str]:
+    """The values every report shows of one row (text, Markdown and JUnit format them)."""
+    ex = r.example
+    return {"levels": "-" if r.max_levels is None else f"{r.max_levels:.3g}",
+            "ulp": str(r.max_ulp if r.differ else 0),
+            "example": "" if ex is None else f"{ex['input']} -> {ex['tf-cpu']} | {ex['tf-xla']}"}
+
+
+def _total(rows: list[Divergence]) -> str:
+    return (f"TF's two answers differ on {sum(r.differ for r in rows)} of {sum(r.elements for r in rows)} output "
+            f"elements ({sum(1 for r in rows if r.differ)} of {len(rows)} calls)")
+
+
 def format_table(rows: list[Divergence]) -> str:
     w = max([len(r.configuration) for r in rows] + [13])
     a = max([len(r.attrs) for r in rows] + [10])
     lines = [f"{'configuration':<{w}}  {'attributes':<{a}}  {'differ':>16}  {'levels':>8}  {'ulp':>10}  {'NaN/1':>5}  "
              f"example (input -> tf-cpu | tf-xla)"]
     for r in rows:
-        lv = "-" if r.max_levels is None else f"{r.max_levels:.3g}"
-        ex = "" if r.example is None else \
-            f"{r.example['input']} -> {r.example['tf-cpu']} | {r.example['tf-xla']}"
-        lines.append(f"{r.configuration:<{w}}  {r.attrs:<{a}}  {r.differ:>7} ({r.percent:5.1f}%)  {lv:>8}  "
-                     f"{r.max_ulp if r.differ else 0:>10}  {r.nan_one_side:>5}  {ex}")
-    total = sum(r.differ for r in rows), sum(r.elements for r in rows)
-    lines.append(f"TF's two answers differ on {total[0]} of {total[1]} output elements "
-                 f"({sum(1 for r in rows if r.differ)} of {len(rows)} calls)")
-    return "\n".join(lines)
+        c = _columns(r)
+        lines.append(f"{r.configuration:<{w}}  {r.attrs:<{a}}  {r.differ:>7} ({r.percent:5.1f}%)  {c['levels']:>8}  "
+                     f"{c['ulp']:>10}  {r.nan_one_side:>5}  {c['example']}")
+    return "\n".join(lines + [_total(rows)])
 
 
 def markdown(rows: list[Divergence]) -> str:
     out = ["| configuration | attributes | elements that differ | max levels | max ulp | NaN in one only | "
            "example: input -> tf-cpu / tf-xla |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lv = "-" if r.max_levels is None else f"{r.max_levels:.3g}"
-        ex = "" if r.example is None else \
-            f"`{r.example['input']}` -> `{r.example['tf-cpu']}` / `{r.example['tf-xla']}`"
-        out.append(f"| `{r.configuration}` | {r.attrs} | {r.differ:,} of {r.elements:,} ({r.percent:.1f}%) | {lv} | "
-                   f"{r.max_ulp if r.differ else 0} | {r.nan_one_side} | {ex} |")
-    return "\n".join(out) + "\n"
+        c, e = _columns(r), r.example
+        ex = "" if e is None else f"`{e['input']}` -> `{e['tf-cpu']}` / `{e['tf-xla']}`"
+        out.append(f"| `{r.configuration}` | {r.attrs} | {r.differ:,} of {r.elements:,} ({r.percent:.1f}%) | "
+                   f"{c['levels']} | {c['ulp']} | {r.nan_one_side} | {ex} |")
+    return "\n".join(out + ["", _total(rows)]) + "\n"
+
+
+def junit_suite(rows: list[Divergence], size: int, seed: int) -> list[str]:
+    """A ``<testsuite name="qdqc-diverge">``: one passing testcase per row (the divergence is TF's, not a
+    failure) whose properties carry the counts, levels, ULPs and the example, and whose system-out says it."""
+    def prop(k, v):
+        return f"      <property name={quoteattr(k)} value={quoteattr(str(v))}/>"
+    out = [f'  <testsuite name="qdqc-diverge" tests="{len(rows)}" failures="0" skipped="0" errors="0">',
+           "    <properties>", prop("semantics", ",".join(SEMANTICS)), prop("size", size), prop("seed", seed),
+           prop("total", _total(rows)), "    </properties>"]
+    for r in rows:
+        c = _columns(r)
+        out += [f"    <testcase classname={quoteattr(r.configuration)} name={quoteattr(r.attrs)} time=\"0\">",
+                "     <properties>"]
+        out += [prop(k, v) for k, v in (("elements", r.elements), ("differ", r.differ),
+                                        ("percent", f"{r.percent:.3f}"), ("max levels", c["levels"]),
+                                        ("max ulp", c["ulp"]), ("nan in one only", r.nan_one_side),
+                                        ("example", c["example"]))]
+        out += ["     </properties>",
+                f"      <system-out>{escape(f'{r.differ} of {r.elements} elements differ; ' + c['example'])}"
+                f"</system-out>", "    </testcase>"]
+    return out + ["  </testsuite>"]
+
+
+def junit(rows: list[Divergence], size: int, seed: int) -> str:
+    return "\n".join(['<?xml version="1.0" encoding="utf-8"?>', "<testsuites>", *junit_suite(rows, size, seed),
+                      "</testsuites>"]) + "\n"
 
 
 def json_report(rows: list[Divergence], size: int, seed: int) -> str:
-    return json.dumps({"semantics": list(SEMANTICS), "size": size, "seed": seed,
-                       "rows": [{**asdict(r), "percent": round(r.percent, 3)} for r in rows]}, indent=1)
+    return json.dumps(json_rows(rows, size, seed), indent=1)
 
 
-def run(ops_=None, dtypes=None, size: int = 100_000, seed: int = 0, json_path=None, markdown_path=None) -> int:
+def json_rows(rows: list[Divergence], size: int, seed: int) -> dict:
+    """The JSON form; ``from_json`` reads it back (validate's reports carry it)."""
+    return {"semantics": list(SEMANTICS), "size": size, "seed": seed, "total": _total(rows),
+            "rows": [{**asdict(r), "percent": round(r.percent, 3)} for r in rows]}
+
+
+def from_json(data: dict) -> list[Divergence]:
+    return [Divergence(**{k: v for k, v in r.items() if k != "percent"}) for r in data["rows"]]
+
+
+def run(ops_=None, dtypes=None, size: int = 100_000, seed: int = 0, json_path=None, markdown_path=None,
+        junit_path=None) -> int:
     """``qdqc diverge``: print the table, write the reports; exit status 0 (divergence is TF's, not a failure)."""
     if dtypes:
         dtypes = [DT.get(d).name for d in dtypes]
@@ -158,4 +204,7 @@ def run(ops_=None, dtypes=None, size: int = 100_000, seed: int = 0, json_path=No
     if markdown_path:
         with open(markdown_path, "w") as f:
             f.write(markdown(rows))
+    if junit_path:
+        with open(junit_path, "w") as f:
+            f.write(junit(rows, size, seed))
     return 0

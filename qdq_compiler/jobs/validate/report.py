@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict
 from xml.sax.saxutils import escape, quoteattr
 
+from .. import diverge
 from .cells import Cell
 from .coverage import attribute_values
 
@@ -62,9 +63,10 @@ def _sets_text(cov: dict) -> str:
 
 
 def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], summary: dict,
-             coverage: list[dict] | None = None) -> str:
+             coverage: list[dict] | None = None, divergence: dict | None = None) -> str:
     """The run's facts (seed, host, devices, versions), then the table with each configuration's numeric
-    attributes and case counts, the skipped targets and each configuration's attribute sets."""
+    attributes and case counts, the skipped targets, each configuration's attribute sets and, when both
+    semantics ran, where TF's two answers differ (``diverge.json_rows``)."""
     rows, cov = _rows(cells), _by_entry(coverage)
     out = ["# qdqc validate", "", f"Compiler: IREE {summary['compiler']}. {summary['text']}", "",
            "| run | |", "|---|---|"]
@@ -81,15 +83,23 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
     if cov:
         out += ["", "## Numeric attribute sets per configuration", ""]
         out += [f"- `{name}`: {_sets_text(c)}" for name, c in cov.items()]
+    if divergence:
+        out += ["", "## Where TF's two answers differ (tf-cpu against tf-xla)", "",
+                f"{divergence['size']} random elements per call, seed {divergence['seed']}:", "",
+                diverge.markdown(diverge.from_json(divergence)).rstrip()]
     return "\n".join(out) + "\n"
 
 
 def json_report(cells: list[Cell], summary: dict, coverage: list[dict] | None = None,
-                environment: dict | None = None) -> str:
+                environment: dict | None = None, divergence: dict | None = None) -> str:
     """``{"summary", "environment", "entries", "cells"}``: the run, where it ran, what each configuration
-    covered (``coverage.entry_coverage``) and every field of every cell."""
-    return json.dumps({"summary": summary, "environment": environment or {}, "entries": coverage or [],
-                       "cells": [asdict(c) for c in cells]}, indent=1)
+    covered (``coverage.entry_coverage``) and every field of every cell; ``"divergence"`` too when both
+    semantics ran (``diverge.json_rows``)."""
+    data = {"summary": summary, "environment": environment or {}, "entries": coverage or [],
+            "cells": [asdict(c) for c in cells]}
+    if divergence:
+        data["divergence"] = divergence
+    return json.dumps(data, indent=1)
 
 
 def _properties(props: list[tuple[str, str]], indent: str) -> list[str]:
@@ -101,10 +111,11 @@ def _properties(props: list[tuple[str, str]], indent: str) -> list[str]:
 
 
 def junit(cells: list[Cell], skipped: dict[str, str], summary: dict | None = None,
-          coverage: list[dict] | None = None) -> str:
+          coverage: list[dict] | None = None, divergence: dict | None = None) -> str:
     """JUnit XML: a testcase per cell (ulp and error cells fail), and a skipped one per missing target. The
     suite's properties say where it ran (seed, host CPU, devices, IREE and TF versions); each testcase's
-    its attributes and case counts."""
+    its attributes and case counts. When both semantics ran, a second suite, ``qdqc-diverge``, under a
+    ``<testsuites>`` root, says where TF's two answers differ (``diverge.junit_suite``)."""
     fails = sum(c.status in ("ulp", "error") for c in cells)
     skips = sum(c.status == "skipped" for c in cells) + len(skipped)
     cov = _by_entry(coverage)
@@ -131,4 +142,8 @@ def junit(cells: list[Cell], skipped: dict[str, str], summary: dict | None = Non
         out.append(f'  <testcase classname={quoteattr(t)} name="target"><skipped message={quoteattr(why)}{body}'
                    f'</testcase>')
     out.append("</testsuite>")
+    if divergence:
+        out = ([out[0], "<testsuites>"] + ["  " + line for line in out[1:]]
+               + diverge.junit_suite(diverge.from_json(divergence), divergence["size"], divergence["seed"])
+               + ["</testsuites>"])
     return "\n".join(out) + "\n"

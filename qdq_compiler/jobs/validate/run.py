@@ -11,6 +11,7 @@ from ... import semantics as SEM
 from ... import execute
 from ... import ops as op_registry
 from ... import targets as T
+from .. import diverge
 from ...compile import compiler_version
 from ...errors import QDQError
 from . import report
@@ -174,15 +175,21 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                "host_cpu": env["host_cpu"], "devices": env["devices"], "iree_compiler": env["iree_compiler"],
                "iree_runtime": env["iree_runtime"], "tf_version": tf_version_text(env["goldens_tf_version"]),
                "skipped_details": env.pop("skipped_details")}
+    divergence = None
+    if set(diverge.SEMANTICS) <= set(semantics):  # both answers validated: where they differ, on the same inputs
+        _stage("comparing TF's two answers (tf-cpu, tf-xla) on the same inputs", progress)
+        divergence = diverge.json_rows(diverge.diverge(ops, dtypes, max(sizes), seed), max(sizes), seed)
     print(report.environment_line(summary))
     print(report.format_table(cells, run_on + compile_only))
     for c in bad:
         print(f"MISMATCH {c.target} {c.entry}: {c.detail}")
+    if divergence:
+        print(f"{divergence['total']} (tf-cpu against tf-xla; per configuration in the reports and 'qdqc diverge')")
     print(text)
     if json_path:
-        _write(json_path, report.json_report(cells, summary, coverage, env))
+        _write(json_path, report.json_report(cells, summary, coverage, env, divergence))
     if junit_path:
-        _write(junit_path, report.junit(cells, skipped, summary, coverage))
+        _write(junit_path, report.junit(cells, skipped, summary, coverage, divergence))
     if markdown_path:
-        _write(markdown_path, report.markdown(cells, run_on + compile_only, skipped, summary, coverage))
+        _write(markdown_path, report.markdown(cells, run_on + compile_only, skipped, summary, coverage, divergence))
     return 1 if bad else 0
