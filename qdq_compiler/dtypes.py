@@ -117,10 +117,13 @@ def tf_name(np_name: str) -> str:
     return FLOATS[np_name].tf if np_name in FLOATS else np_name
 
 
-def abi_view(a: np.ndarray) -> np.ndarray:
+def abi_view(a: np.ndarray, widened: bool = False) -> np.ndarray:
     """An array as a compiled function takes it: float16/bfloat16 as their int16 bit patterns (a free view;
-    the program converts them with integer ops, exactly on every target), anything else unchanged."""
-    return a.view(np.int16) if a.dtype.name in _NARROW else a
+    the program converts them with integer ops, exactly on every target), or as float32 where the target
+    widens on the host (``Target.widens_on_host``: an exact conversion), anything else unchanged."""
+    if a.dtype.name not in _NARROW:
+        return a
+    return a.astype(np.float32) if widened else a.view(np.int16)
 
 
 def from_abi(a: np.ndarray, dtype) -> np.ndarray:

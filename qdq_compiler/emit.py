@@ -81,6 +81,8 @@ class RenderContext:
         self.T = self.compute.mlir
         self.S = self.dtype.mlir
         self.narrow = self.dtype.narrow                 # inputs widened on entry, outputs rounded on return
+        # ... unless the target widens the inputs on the host (they arrive as float32; Limits.narrow_reductions)
+        self.host_widened = target.widens_on_host(cfg.dtype, spec.family.reduces(spec, attrs))
         self.I = self.compute.int_mlir      # the integer of the element's width, for bit manipulations
         self.rank = cfg.rank
         self.dims = list(cfg.shape)
@@ -168,7 +170,7 @@ class RenderContext:
         if inp.layout == ops.SCALAR:
             return f"tensor<{dtypes.mlir_of(inp.dtype)}>"
         t = self.ttype if inp.layout == ops.DATA else self.ptype  # min / max: 0-d per-tensor, [C] per-channel
-        return self.storage_type(t) if storage else t
+        return self.storage_type(t) if storage and not self.host_widened else t
 
     def storage_type(self, type_: str) -> str:
         """A compute-type tensor type as the function boundary has it: a 16-bit float's bit pattern, i16
@@ -201,7 +203,7 @@ class RenderContext:
     @property
     def widened(self) -> list[tuple[str, str, str, str]]:
         """(name, kind, storage type, compute type) of the inputs converted on entry (16-bit types only)."""
-        if not self.narrow:
+        if not self.narrow or self.host_widened:
             return []
         return [(i.name, self.kind_of(i), self.input_type(i), self.input_type(i, storage=False))
                 for i in self.spec.inputs if i.layout != ops.SCALAR]
@@ -212,7 +214,7 @@ class RenderContext:
 
     def arg_name(self, inp: ops.Input) -> str:
         """An input's argument name: a widened input's is suffixed, the template's name is the f32 value."""
-        return f"{inp.name}_storage" if self.narrow and inp.layout != ops.SCALAR else inp.name
+        return f"{inp.name}_storage" if self.widened and inp.layout != ops.SCALAR else inp.name
 
     @property
     def arguments(self) -> list[tuple[str, str]]:

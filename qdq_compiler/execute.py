@@ -54,7 +54,7 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     The cache hit path reads a small index (config -> artifact key) and the verified .vmfb: no
     template rendering, no MLIR parsing, no compiler.
     """
-    targets.get(cfg.target).require_dtype(cfg.dtype, cfg.spec.family.reduces(cfg.spec, cfg.attr))
+    targets.get(cfg.target).require_dtype(cfg.dtype)
     flags = targets.get(cfg.target).compile_flags + tuple(extra_flags)
     art = _artifacts.get((cfg, flags))
     if art is not None:
@@ -113,7 +113,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     if t.is_reference:
         return _into_out(compute(call), out)
     t.require_available()
-    t.require_dtype(call.dtype.name, call.spec.family.reduces(call.spec, call.attrs))
+    t.require_dtype(call.dtype.name)
     if call.data.size == 0 and not t.limits.empty_buffers:
         # Vulkan rejects zero-sized bindings. An empty input has no element to compute: its outputs are
         # empty and its range gradients are sums over nothing, so the host answers without a dispatch.
@@ -173,9 +173,10 @@ def prepare(call: Call, target: str = "cpu", static: bool = False):
         _run_plans[key] = plan
     fn, params = plan
     args = []
+    widened = t.widens_on_host(call.dtype.name, spec.family.reduces(spec, call.attrs))
     for inp in spec.inputs:
         a = call.arrays[inp.name]
-        args.append(dtypes.abi_view(view(a) if inp.layout == ops.DATA else a))
+        args.append(dtypes.abi_view(view(a) if inp.layout == ops.DATA else a, widened))
     args += params
     return fn, args, view
 

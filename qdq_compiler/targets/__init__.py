@@ -48,8 +48,10 @@ class Limits:
     max_loop_iterations: int | None = None   # a loop stops after this many iterations (lavapipe: 65535):
     #   reductions are split into bounded stages (macro reduce_two_stage) and longer ones compiled static
     empty_buffers: bool = True               # can bind zero-sized buffers (Vulkan cannot: the host answers)
-    narrow_reductions: bool = True           # can reduce over 16-bit data (vmvx cannot: IREE 3.13 fails at run
-    #   time with RESOURCE_EXHAUSTED when an i16 -> i32 extension feeds a reduction and an output)
+    narrow_reductions: bool = True           # can reduce over 16-bit data (vmvx cannot: IREE 3.13 puts the i16
+    #   widening and the reduction in one dispatch without fusing them and fails at run time, RESOURCE_EXHAUSTED;
+    #   a dynamic-shape optimization_barrier does not compile): such programs take their 16-bit inputs as
+    #   float32, widened on the host (exact), and still return 16-bit results (Target.widens_on_host)
     idle_device_s: float | None = None       # close the runtime device after this many idle seconds (None:
     #   keep it for the process): IREE's Vulkan device on lavapipe spins two threads while it exists
     #   (device_sessions.py)
@@ -87,20 +89,21 @@ class Target:
         if not isinstance(self.limits, Limits) or not isinstance(self.quirks, Quirks):
             raise TypeError(f"target {self.name}: limits and quirks must be Limits and Quirks records")
 
-    def dtype_gap(self, dtype: str, reduces: bool = False) -> str:
-        """Why this target cannot run ``dtype`` (in a program that reduces over the data) ('' when it can)."""
+    def dtype_gap(self, dtype: str) -> str:
+        """Why this target cannot run ``dtype`` ('' when it can)."""
         if dtype not in self.dtypes:
             return dict(self.dtype_gaps).get(dtype, f"{self.name} has no {dtype}")
-        if reduces and dtype in ("float16", "bfloat16") and not self.limits.narrow_reductions:
-            return (f"IREE 3.13's {self.backend} fails at run time (RESOURCE_EXHAUSTED) on reductions over 16-bit "
-                    f"data (an i16 -> i32 extension feeding a reduction and an output)")
         return ""
 
-    def require_dtype(self, dtype: str, reduces: bool = False):
-        why = self.dtype_gap(dtype, reduces)
+    def widens_on_host(self, dtype: str, reduces: bool) -> bool:
+        """Whether a program's 16-bit inputs cross the boundary as float32 (``Limits.narrow_reductions``)."""
+        return reduces and dtype in ("float16", "bfloat16") and not self.limits.narrow_reductions
+
+    def require_dtype(self, dtype: str):
+        why = self.dtype_gap(dtype)
         if why:
             raise QDQError(f"target {self.name!r} cannot run this {dtype} program: {why}; targets that can: "
-                           f"{', '.join(n for n, t in TARGETS.items() if not t.dtype_gap(dtype, reduces))}",
+                           f"{', '.join(n for n, t in TARGETS.items() if not t.dtype_gap(dtype))}",
                            arg="target")
 
     @property

@@ -118,7 +118,8 @@ class BundleEntry:
                                f"{format_shape(want)} ('?' = any size)", op=self.op, arg=desc["name"])
         if call.data.size == 0 and not T.get(self.target).limits.empty_buffers:
             return pack(self.op, compute(call))  # no element to compute; the target rejects empty buffers
-        outs = self._loaded()([dtypes.abi_view(call.arrays[d["name"]]) for d in self.function["inputs"]])
+        outs = self._loaded()([dtypes.abi_view(call.arrays[d["name"]], widened=d["dtype"] == "float32")
+                               for d in self.function["inputs"]])
         return pack(self.op, [dtypes.from_abi(o, call.dtype) for o in outs])
 
 

@@ -62,7 +62,7 @@ def precompile(entries, targets, sizes, jobs: int, progress: str):
     for e in entries:
         for t in targets:
             spec = op_registry.get(e.op)
-            if T.get(t).dtype_gap(e.dtype, spec.family.reduces(spec, e.attr)):
+            if T.get(t).dtype_gap(e.dtype):
                 continue  # reported as a skip with the reason (cells.run_cell)
             shapes = [_shape_for(e, max(sizes))] if e.static else [None]
             work += [(e, t, sh) for sh in shapes]
@@ -141,7 +141,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         for e in entries:
             if (e.name, t) in compile_errors:
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
-            elif not T.get(t).dtype_gap(e.dtype, op_registry.get(e.op).family.reduces(op_registry.get(e.op), e.attr)):
+            elif not T.get(t).dtype_gap(e.dtype):
                 cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
     first, total = len(cells), len(entries) * len(run_on)
     _stage(f"running {_count(len(entries) * len(run_on), 'cell')} ({_count(len(entries), 'configuration')} on "
