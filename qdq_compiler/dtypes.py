@@ -117,11 +117,24 @@ def tf_name(np_name: str) -> str:
     return FLOATS[np_name].tf if np_name in FLOATS else np_name
 
 
+_NAMES: dict = {}
+
+
+def name_of(dt) -> str:
+    """``np.dtype(dt).name``, remembered: NumPy builds the name afresh on every access (1-3 us, which a
+    16-element call pays several times over)."""
+    try:
+        return _NAMES[dt]
+    except KeyError:
+        name = _NAMES[dt] = np.dtype(dt).name
+        return name
+
+
 def abi_view(a: np.ndarray, widened: bool = False) -> np.ndarray:
     """An array as a compiled function takes it: float16/bfloat16 as their int16 bit patterns (a free view;
     the program converts them with integer ops, exactly on every target), or as float32 where the target
     widens on the host (``Target.widens_on_host``: an exact conversion), anything else unchanged."""
-    if a.dtype.name not in _NARROW:
+    if name_of(a.dtype) not in _NARROW:
         return a
     return a.astype(np.float32) if widened else a.view(np.int16)
 
@@ -129,7 +142,7 @@ def abi_view(a: np.ndarray, widened: bool = False) -> np.ndarray:
 def from_abi(a: np.ndarray, dtype) -> np.ndarray:
     """A compiled function's result as ``dtype``: int16 bit patterns viewed as the 16-bit float."""
     dtype = np.dtype(dtype)
-    return a.view(dtype) if dtype.name in _NARROW and a.dtype == np.int16 else a
+    return a.view(dtype) if name_of(dtype) in _NARROW and a.dtype == np.int16 else a
 
 
 _NARROW = ("float16", "bfloat16")

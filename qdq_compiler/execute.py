@@ -113,7 +113,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     if t.is_reference:
         return _into_out(compute(call), out)
     t.require_available()
-    t.require_dtype(call.dtype.name)
+    t.require_dtype(call.dtype_name)
     if call.data.size == 0 and not t.limits.empty_buffers:
         # Vulkan rejects zero-sized bindings. An empty input has no element to compute: its outputs are
         # empty and its range gradients are sums over nothing, so the host answers without a dispatch.
@@ -156,7 +156,7 @@ def prepare(call: Call, target: str = "cpu", static: bool = False):
         shape = "x".join(str(d) for d in view(call.data).shape) or "scalar"
     spec = call.spec
     # Floats by their bits: -0.0 == 0.0 (and hashes alike) but is another range for V1/Args.
-    key = (spec.name, call.dtype.name, shape, target, call.semantics,
+    key = (spec.name, call.dtype_name, shape, target, call.semantics,
            tuple((k, type(v).__name__, struct.pack("<d", v) if isinstance(v, float) else v)
                  for k, v in sorted(call.attrs.items())))
     plan = _run_plans.get(key)
@@ -173,7 +173,7 @@ def prepare(call: Call, target: str = "cpu", static: bool = False):
         _run_plans[key] = plan
     fn, params = plan
     args = []
-    widened = t.widens_on_host(call.dtype.name, spec.family.reduces(spec, call.attrs))
+    widened = t.widens_on_host(call.dtype_name, spec.family.reduces(spec, call.attrs))
     for inp in spec.inputs:
         a = call.arrays[inp.name]
         args.append(dtypes.abi_view(view(a) if inp.layout == ops.DATA else a, widened))

@@ -19,12 +19,23 @@ F32 = np.float32
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
+_TINY: dict = {}  # dtype -> its smallest normal number, or None for a non-float dtype
+
+
+def _tiny(dt):
+    try:
+        return _TINY[dt]
+    except KeyError:
+        t = _TINY[dt] = ml_dtypes.finfo(dt).tiny if np.dtype(dt).name in _FLOATS else None
+        return t
+
+
 def flush(a: np.ndarray) -> np.ndarray:
     """Replace subnormals by a zero of the same sign (x86 FTZ/DAZ). Returns ``a`` itself if none."""
     a = np.asarray(a)
-    if a.dtype.name not in _FLOATS:
+    tiny = _tiny(a.dtype)
+    if tiny is None:
         return a
-    tiny = ml_dtypes.finfo(a.dtype).tiny
     with np.errstate(invalid="ignore"):
         sub = (np.abs(a) < tiny) & (a != 0)
     if not sub.any():

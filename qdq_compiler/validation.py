@@ -29,6 +29,10 @@ class Call:
     semantics: str = _semantics.DEFAULT   # whose answer: "tf-cpu" (TF's CPU kernels) or "tf-xla" (its XLA lowering)
 
     @property
+    def dtype_name(self) -> str:
+        return dtypes.name_of(self.dtype)
+
+    @property
     def op(self) -> str:
         return self.spec.name
 
@@ -129,7 +133,7 @@ def _element_dtype(c: Checker, spec: ops.OpSpec, kwargs, semantics: str) -> np.d
         if isinstance(v, (np.ndarray, np.generic)):
             dt = np.asarray(v).dtype
             dt = dt if dt.isnative else dt.newbyteorder("=")
-            if dt.name not in allowed:
+            if dtypes.name_of(dt) not in allowed:
                 hint = spec.family.dtype_hint(spec, dt.name, semantics)
                 c.fail(f"input {inp.name} has dtype {dt} under semantics={semantics!r}; allowed: {', '.join(allowed)}"
                        + (f". {hint}" if hint else ""), inp.name, cls=QDQTypeError,

@@ -149,7 +149,7 @@ def _check_representable_range(c, spec, arrays, attrs):
     """Args in a 16-bit type: the float32 range attributes must be finite in the storage type, or the
     quantisation grid's ends would be infinities there."""
     dt = arrays["inputs"].dtype
-    if dt.name == "float32":
+    if dtypes.name_of(dt) == "float32":
         return
     top = float(dtypes.get(dt).finfo.max)
     for n in ("min", "max"):
