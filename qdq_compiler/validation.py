@@ -9,7 +9,7 @@ TF has one, so TF users can search for it.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,6 +27,9 @@ class Call:
     attrs: Mapping[str, Any]
     dtype: np.dtype
     semantics: str = _semantics.DEFAULT   # whose answer: "tf-cpu" (TF's CPU kernels) or "tf-xla" (its XLA lowering)
+    # the op, semantics and the attributes given, by type and bits (None: some attribute is no plain
+    # scalar): with the dtype and the data's shape it picks the compiled plan (execute.prepare's fast path)
+    attrs_key: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def dtype_name(self) -> str:
@@ -142,6 +145,27 @@ def _element_dtype(c: Checker, spec: ops.OpSpec, kwargs, semantics: str) -> np.d
     return np.dtype(np.float32)
 
 
+# Attribute values already checked, per (op, semantics, the attributes given as their types and bits): a
+# repeated small call skips the conversions (TF's float attrs are float32) and their checks; every check
+# that depends on the arrays' values still runs. Only plain Python or NumPy scalars make a key.
+_ATTRS_SEEN: dict = {}
+_ATTRS_SEEN_MAX = 4096
+_SCALAR_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
+
+
+def _attrs_key(spec: ops.OpSpec, kwargs, semantics: str):
+    key = [spec.name, semantics]
+    for a in spec.attrs:
+        if a.name in kwargs:
+            v = kwargs[a.name]
+            if not isinstance(v, _SCALAR_TYPES):
+                return None
+            # by type and bits: -0.0 == 0.0 and 1 == 1.0 == True, but each converts (or fails) its own way
+            key.append((a.name, type(v), v.hex() if type(v) is float else (v.tobytes() if isinstance(v, np.generic)
+                                                                            else v)))
+    return tuple(key)
+
+
 def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT) -> Call:
     """Validate ``kwargs`` for raw op ``op`` (TF's argument names) under ``semantics``; return the ``Call``."""
     spec = ops.get(op)
@@ -158,8 +182,16 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
     if missing:
         c.fail(f"missing required input {missing[0]!r} (inputs: {', '.join(spec.input_names)})", missing[0])
 
-    attrs = {a.name: check_attr(c, a, kwargs.get(a.name, a.default)) for a in spec.attrs}
-    spec.family.check_semantics(c, spec, semantics)
+    memo_key = _attrs_key(spec, kwargs, semantics)
+    attrs = _ATTRS_SEEN.get(memo_key) if memo_key is not None else None
+    if attrs is None:
+        attrs = {a.name: check_attr(c, a, kwargs.get(a.name, a.default)) for a in spec.attrs}
+        spec.family.check_semantics(c, spec, semantics)
+        if memo_key is not None:
+            if len(_ATTRS_SEEN) >= _ATTRS_SEEN_MAX:
+                _ATTRS_SEEN.clear()
+            _ATTRS_SEEN[memo_key] = attrs
+    attrs = dict(attrs)
     dtype = _element_dtype(c, spec, kwargs, semantics)
     arrays = {}
     for inp in spec.inputs:
@@ -169,4 +201,4 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
         else:
             arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], np.dtype(inp.dtype), (inp.dtype,))
     spec.family.check(c, spec, arrays, attrs, semantics)
-    return Call(spec, arrays, attrs, np.dtype(dtype), semantics)
+    return Call(spec, arrays, attrs, np.dtype(dtype), semantics, memo_key)

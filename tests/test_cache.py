@@ -50,7 +50,7 @@ def cache(tmp_path, monkeypatch):
 def fresh_process_state(monkeypatch):
     """Forget the in-process artifacts (and bound functions), so that the raw_ops path goes through the
     (test's) cache again."""
-    for name in ("_artifacts", "_run_plans"):
+    for name in ("_artifacts", "_run_plans", "_fast_plans"):
         if hasattr(execute, name):
             monkeypatch.setattr(execute, name, {})
 
