@@ -61,11 +61,13 @@ class OpConfig:
     target: str = "cpu"
     params: str = "runtime"
     semantics: str = _semantics.DEFAULT
+    tuning: str = ""   # a code-generation tuning of the target for this program's data ("" none; Target.tunings)
     _attr_dict: Mapping[str, Any] = field(default=None, compare=False, hash=False, repr=False)
 
     @staticmethod
     def make(op: str, attrs: Mapping[str, Any] | None = None, dtype: str = "float32", shape="?",
-             target: str = "cpu", params: str = "runtime", semantics: str = _semantics.DEFAULT) -> "OpConfig":
+             target: str = "cpu", params: str = "runtime", semantics: str = _semantics.DEFAULT,
+             tuning: str = "") -> "OpConfig":
         """Validate and normalise: every attribute filled in (defaults), unknown ones rejected."""
         spec = ops.get(op)
         attrs = dict(attrs or {})
@@ -82,11 +84,11 @@ class OpConfig:
             hint = spec.family.dtype_hint(spec, dtype, semantics)
             c.fail(f"dtype {dtype!r} is not supported under semantics={semantics!r}; allowed: {', '.join(allowed)}"
                    + (f". {hint}" if hint else ""), "dtype")
-        targets.get(target)  # an unknown target is a QDQError listing the known ones
+        targets.get(target).tuning_flags(tuning)  # an unknown target or tuning is a QDQError listing the known ones
         if params not in PARAM_MODES:
             c.fail(f"params={params!r}; allowed: {', '.join(PARAM_MODES)}", "params")
         shape = parse_shape(shape)
-        cfg = OpConfig(op, tuple(sorted(full.items())), dtype, shape, target, params, semantics)
+        cfg = OpConfig(op, tuple(sorted(full.items())), dtype, shape, target, params, semantics, tuning)
         cfg.check_static()
         return cfg
 
@@ -130,12 +132,15 @@ class OpConfig:
                "shape": format_shape(self.shape), "target": self.target, "params": self.params}
         if self.semantics != _semantics.DEFAULT:  # absent for tf-cpu: the keys of existing artifacts stay valid
             key["semantics"] = self.semantics
+        if self.tuning:
+            key["tuning"] = self.tuning
         return key
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.attrs if self.params == "baked" or k in self.structural]
         sem = "" if self.semantics == _semantics.DEFAULT else f" ({self.semantics})"
-        return f"{self.op}[{', '.join(parts)}] {self.dtype} {format_shape(self.shape)} @{self.target}{sem}"
+        tuning = f" tuned for {self.tuning}" if self.tuning else ""
+        return f"{self.op}[{', '.join(parts)}] {self.dtype} {format_shape(self.shape)} @{self.target}{sem}{tuning}"
 
     def __str__(self):
         return json.dumps(self.key(), sort_keys=True)
@@ -160,15 +165,22 @@ def canonical_dims(layout: str, shape: tuple[int, ...], axis: int | None) -> tup
     return (int(np.prod(shape[:axis], dtype=np.int64)), shape[axis], int(np.prod(shape[axis + 1:], dtype=np.int64)))
 
 
-def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None) -> tuple[tuple[int, ...], dict]:
-    """(dims, the structural attrs they fix) of the view the Python path runs data of ``shape`` in. AXIS data
-    whose channels are its last dimension (inner == 1) runs as [outer, C] with axis 1: IREE vectorises the
-    innermost dimension, and one of size 1 leaves it a scalar loop (measured: 15-22x a copy, against
-    about 1x for the rank-2 view)."""
+LONG_ROWS = "long-rows"  # the tuning of per-axis programs whose inner rows are long (Target.tunings)
+
+
+def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None) -> tuple[tuple[int, ...], dict, str]:
+    """(dims, the structural attrs they fix, the tuning they ask for) of the view the Python path runs
+    data of ``shape`` in. AXIS data whose channels are its last dimension (inner == 1) runs as [outer, C]
+    with axis 1: IREE vectorises the innermost dimension, and one of size 1 leaves it a scalar loop
+    (measured: 15-22x a copy, against about 1x for the rank-2 view). AXIS data with long inner rows (a
+    multiple of 16, or 128 and more) asks for LONG_ROWS, which targets may tune for."""
     dims = canonical_dims(layout, shape, axis)
-    if layout == ops.AXIS and axis is not None and dims[2] == 1:
-        return dims[:2], {"axis": 1}
-    return dims, LAYOUT_ATTRS[layout]
+    if layout == ops.AXIS and axis is not None:
+        if dims[2] == 1:
+            return dims[:2], {"axis": 1}, ""
+        if dims[2] % 16 == 0 or dims[2] >= 128:
+            return dims, LAYOUT_ATTRS[layout], LONG_ROWS
+    return dims, LAYOUT_ATTRS[layout], ""
 
 
 def layout_of(spec: ops.OpSpec, attrs) -> str:

@@ -56,7 +56,8 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     template rendering, no MLIR parsing, no compiler.
     """
     targets.get(cfg.target).require_dtype(cfg.dtype)
-    flags = targets.get(cfg.target).compile_flags + tuple(extra_flags)
+    t = targets.get(cfg.target)
+    flags = t.compile_flags + t.tuning_flags(cfg.tuning) + tuple(extra_flags)
     art = _artifacts.get((cfg, flags))
     if art is not None:
         return art
@@ -80,20 +81,21 @@ def _shape_plan(call: Call):
     """(canonical shape string, the structural attrs it fixes, a function from a data-shaped array to its view)."""
     axis = call.per_channel_axis()
     layout = layout_of(call.spec, call.attrs) if axis is not None else ops.FLAT
-    dims, attrs = canonical_view(layout, call.data.shape, axis)
-    return "x".join(["?"] * len(dims)), attrs, dims
+    dims, attrs, tuning = canonical_view(layout, call.data.shape, axis)
+    return "x".join(["?"] * len(dims)), attrs, dims, tuning
 
 
 def config_for_call(call: Call, target: str) -> OpConfig:
-    shape, override, _ = _shape_plan(call)
-    return _runtime_config(call, target, shape, override)
+    shape, override, _, tuning = _shape_plan(call)
+    return _runtime_config(call, target, shape, override, tuning)
 
 
-def _runtime_config(call: Call, target: str, shape: str, override: dict) -> OpConfig:
+def _runtime_config(call: Call, target: str, shape: str, override: dict, tuning: str = "") -> OpConfig:
     structural = call.spec.family.structural(call.spec)
     attrs = {k: v for k, v in call.attrs.items() if k in structural}
     attrs.update(override)
-    return OpConfig.make(call.op, attrs, call.dtype.name, shape, target, "runtime", call.semantics)
+    tuning = tuning if targets.get(target).has_tuning(tuning) else ""
+    return OpConfig.make(call.op, attrs, call.dtype_name, shape, target, "runtime", call.semantics, tuning)
 
 
 _run_plans: dict = {}
@@ -177,17 +179,18 @@ def _plan(call: Call, target: str, static: bool):
     configuration is the same (one artifact serves every shape of a layout)."""
     t = targets.get(target)
     spec = call.spec
-    shape, override, dims = _shape_plan(call)
+    shape, override, dims, tuning = _shape_plan(call)
     static = static or _needs_static_reduction(call, t, dims)
     if static:
         shape = "x".join(str(d) for d in dims) or "scalar"
+        tuning = ""
     # Floats by their bits: -0.0 == 0.0 (and hashes alike) but is another range for V1/Args.
-    key = (spec.name, call.dtype_name, shape, target, call.semantics,
+    key = (spec.name, call.dtype_name, shape, target, call.semantics, tuning,
            tuple((k, type(v).__name__, struct.pack("<d", v) if isinstance(v, float) else v)
                  for k, v in sorted(call.attrs.items())))
     plan = _run_plans.get(key)
     if plan is None:
-        cfg = _runtime_config(call, target, shape, override)
+        cfg = _runtime_config(call, target, shape, override, tuning)
         art = artifact_for(cfg)
         fn = runtime.load(t.driver, art.key, art.vmfb, cfg.op,
                           import_alignment=runtime.import_alignment(t.backend, art.flags))

@@ -83,6 +83,9 @@ class Target:
     compile_only: bool = False
     limits: Limits = field(default_factory=Limits)
     quirks: Quirks = field(default_factory=Quirks)
+    # (name, extra compile flags): code generation tuned for a kind of data, asked for by the runtime's
+    # view of a call (config.canonical_view); a target without the tuning compiles the plain program
+    tunings: tuple[tuple[str, tuple[str, ...]], ...] = ()
     is_reference = False
 
     def __post_init__(self):
@@ -109,6 +112,19 @@ class Target:
     @property
     def compile_flags(self) -> tuple[str, ...]:
         return (f"--iree-hal-target-backends={self.backend}",) + COMMON_FLAGS + self.flags
+
+    def tuning_flags(self, tuning: str) -> tuple[str, ...]:
+        """The extra flags of ``tuning`` ('' none); one this target does not have is a QDQError."""
+        if not tuning:
+            return ()
+        known = dict(self.tunings)
+        if tuning not in known:
+            raise QDQError(f"target {self.name!r} has no tuning {tuning!r}; its tunings: "
+                           f"{', '.join(known) or 'none'}", arg="tuning")
+        return known[tuning]
+
+    def has_tuning(self, tuning: str) -> bool:
+        return tuning in dict(self.tunings)
 
     def availability(self) -> tuple[bool, str]:
         """(True, '') when this machine can run artifacts of this target, else (False, the reason)."""
@@ -181,6 +197,12 @@ def readable_iree_error(e: Exception) -> str:
 
 _CPU_TRIPLE = "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu"
 _LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True)
+# Per-axis data as [outer, C, inner] with long inner rows: for dynamic shapes IREE tiles [64, 64, 64], so a
+# workgroup reads 64 short rows at a large stride (2-5x a copy); 16384-element distribution tiles and
+# 64-byte vectors (four SSE registers) read long rows (about 1.1x). Short or odd rows get worse (2-7x), so
+# the runtime asks for it by shape (config.canonical_view).
+_LLVM_CPU_TUNINGS = (("long-rows", ("--iree-llvmcpu-distribution-size=16384",
+                                    "--iree-llvmcpu-target-vector-width-in-bytes=64")),)
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
@@ -189,7 +211,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
             # Peel the vector remainder: with dynamic shapes the default masks every load and store
             # into scalar inserts (FakeQuantArgs at 2^24: 2.2x a copy -> about 1.2x).
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
-           "llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact", quirks=_LLVM_CPU_QUIRKS),
+           "llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact", quirks=_LLVM_CPU_QUIRKS,
+           tunings=_LLVM_CPU_TUNINGS),
     Target("cpu-host", "llvm-cpu", "local-sync",
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",

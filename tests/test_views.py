@@ -1,0 +1,73 @@
+"""The views the Python path runs per-axis data in (config.canonical_view) and the target tunings they ask
+for: which view and tuning a shape gets, and that every view gives the oracle's bits on every target."""
+import numpy as np
+import pytest
+
+import qdq_compiler as q
+from qdq_compiler import QDQError, execute, ops, targets
+from qdq_compiler.config import LONG_ROWS, OpConfig, canonical_view
+from qdq_compiler.numerics import bit_equal
+from qdq_compiler.validation import bind
+
+from targets_util import RUN_TARGETS, require
+
+
+@pytest.mark.parametrize("shape,axis,dims,attrs,tuning", [
+    ((6, 64), 1, (6, 64), {"axis": 1}, ""),                 # channels last: [outer, C], no size-1 inner loop
+    ((2, 3, 4, 1), 2, (6, 4), {"axis": 1}, ""),
+    ((64, 4096), 0, (1, 64, 4096), {"axis": 1}, LONG_ROWS),  # long rows: the tiles read them whole
+    ((2, 3, 130), 1, (2, 3, 130), {"axis": 1}, LONG_ROWS),
+    ((2, 3, 48), 1, (2, 3, 48), {"axis": 1}, LONG_ROWS),
+    ((2, 3, 10), 1, (2, 3, 10), {"axis": 1}, ""),            # short odd rows: the plain program is faster
+])
+def test_per_axis_view_and_tuning(shape, axis, dims, attrs, tuning):
+    assert canonical_view(ops.AXIS, shape, axis) == (dims, attrs, tuning)
+
+
+def test_tuning_reaches_the_compile_flags_and_the_cache_key():
+    x = np.zeros((2, 3, 32), np.float32)
+    call = bind("QuantizeAndDequantizeV4", dict(input=x, input_min=np.full(3, -1, np.float32),
+                                                input_max=np.ones(3, np.float32), range_given=True, axis=1))
+    cfg = execute.config_for_call(call, "cpu")
+    assert cfg.tuning == LONG_ROWS and cfg.key()["tuning"] == LONG_ROWS and "tuned for long-rows" in cfg.describe()
+    flags = targets.get("cpu").tuning_flags(LONG_ROWS)
+    assert flags and all(f in execute.artifact_for(cfg).flags for f in flags)
+    assert execute.config_for_call(call, "vmvx").tuning == ""   # vmvx has no such tuning: the plain program
+    with pytest.raises(QDQError, match="no tuning") as e:
+        OpConfig.make("QuantizeAndDequantizeV4", {"axis": 1}, shape="?x?x?", target="vmvx", tuning=LONG_ROWS)
+    assert e.value.arg == "tuning"
+
+
+def _ranges(rng, c, dtype):
+    lo, hi = -rng.random(c).astype(dtype), rng.random(c).astype(dtype)
+    lo[0] = 0                     # a channel with no negative side,
+    hi[min(1, c - 1)] = 0         # one with no positive side
+    return lo, hi
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_every_view_gives_the_oracles_bits(target):
+    """Per-axis QDQ (given range and from the data) and PerChannel over the view classes: channels last,
+    short rows, long rows (multiple of 16 and odd), with NaN, signed zeros, infinities and ties."""
+    require(target)
+    rng = np.random.default_rng(7)
+    shapes = [((33, 5), 1), ((4, 3, 10), 1), ((3, 4, 32), 1), ((2, 3, 131), 1)]
+    if target != "vulkan":  # lavapipe compiles slowly: the channels-last and long-row views suffice there
+        shapes += [((5, 70), 0)]
+    else:
+        shapes = [shapes[0], shapes[3]]
+    for shape, axis in shapes:
+        x = (rng.standard_normal(shape) * 1.5).astype(np.float32)
+        flat = x.reshape(-1)
+        flat[::17], flat[3::19], flat[5::23], flat[7::29] = np.nan, -0.0, np.inf, 0.5
+        lo, hi = _ranges(rng, shape[axis], np.float32)
+        for range_given in (True, False):
+            kw = dict(input=x, input_min=lo, input_max=hi, range_given=range_given, axis=axis)
+            got = q.raw_ops.QuantizeAndDequantizeV4(**kw, target=target)
+            assert bit_equal(got, q.oracle.raw_ops.QuantizeAndDequantizeV4(**kw)), (shape, axis, range_given)
+    x = (rng.standard_normal((40, 6)) * 1.5).astype(np.float32)
+    x.reshape(-1)[::11] = np.nan
+    lo, hi = _ranges(rng, 6, np.float32)
+    kw = dict(inputs=x, min=lo, max=hi)
+    assert bit_equal(q.raw_ops.FakeQuantWithMinMaxVarsPerChannel(**kw, target=target),
+                     q.oracle.raw_ops.FakeQuantWithMinMaxVarsPerChannel(**kw))
