@@ -167,3 +167,59 @@ def test_bench_module_runs_as_a_script(tmp_path):
                         "--sizes", "4", "--repeat", "1", "--json", str(out)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert json.loads(out.read_text())["results"]
+
+
+class _StubTensor:
+    def __init__(self, a):
+        self.a = a
+
+    def numpy(self):
+        return self.a
+
+
+class _StubTorch:
+    """Stands in for PyTorch (not installed in the test environment): records each call's arguments and
+    computes the affine fake quantisation in NumPy."""
+    __version__ = "stub"
+
+    def __init__(self):
+        self.calls = []
+
+    def get_num_threads(self):
+        return 2
+
+    def from_numpy(self, a):
+        return _StubTensor(a)
+
+    def _fq(self, x, scale, zero_point, qmin, qmax):
+        q = np.clip(np.round(x / scale) + zero_point, qmin, qmax)
+        return ((q - zero_point) * scale).astype(np.float32)
+
+    def fake_quantize_per_tensor_affine(self, x, scale, zero_point, qmin, qmax):
+        self.calls.append(("per-tensor", scale, zero_point, qmin, qmax))
+        return _StubTensor(self._fq(x.a, scale, zero_point, qmin, qmax))
+
+    def fake_quantize_per_channel_affine(self, x, scale, zero_point, axis, qmin, qmax):
+        self.calls.append(("per-channel", scale.a.copy(), zero_point.a.copy(), axis, qmin, qmax))
+        return _StubTensor(self._fq(x.a, scale.a, zero_point.a, qmin, qmax))
+
+
+def test_pytorch_is_timed_beside_ours_where_installed(monkeypatch):
+    stub = _StubTorch()
+    monkeypatch.setitem(sys.modules, "torch", stub)
+    cases = bench.select_cases("FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVarsPerChannel,"
+                               "QuantizeAndDequantizeV4Grad")
+    res = bench.run_bench(cases, ["cpu"], [8], repeat=2, tf=False, torch=True, latency=False)
+    torch_rows = {r["case"] for r in res["results"] if r["variant"] == "torch"}
+    assert torch_rows == {"FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVarsPerChannel"}  # V4Grad: none
+    per_tensor = next(c for c in stub.calls if c[0] == "per-tensor")
+    assert per_tensor[1] == pytest.approx(3.5 / 255) and per_tensor[2:] == (109, 0, 255)  # Args [-1.5, 2]
+    per_channel = next(c for c in stub.calls if c[0] == "per-channel")
+    assert per_channel[1].shape == (bench.cases.CHANNELS,) and per_channel[3:] == (1, 0, 255)
+    assert res["machine"]["torch"] == "stub" and res["config"]["torch"] is True
+    table = bench.format_table(res)
+    assert "PyTorch stub (2 threads)" in table
+    side = table[table.index("side by side"):]
+    assert "torch" in side and "ours faster" in side
+    line = next(s for s in side.splitlines() if s.startswith("FakeQuantWithMinMaxArgs 2^8"))
+    assert line.rstrip().endswith("x")

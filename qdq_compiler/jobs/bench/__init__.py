@@ -10,9 +10,12 @@ round by round so that all variants see the same machine load:
     oracle   the NumPy reference (``qdq_compiler.oracle.raw_ops``)
     tf       TensorFlow's kernel (``tf.raw_ops``, NumPy in, ``.numpy()`` out), only when TensorFlow is
              installed (never a dependency; imported lazily)
+    torch    PyTorch's nearest op (``torch.fake_quantize_per_tensor_affine`` / ``_per_channel_affine``,
+             8 bits, NumPy shared in and out) where a case has one and PyTorch is installed: a throughput
+             comparison only (its nudging and rounding are not TF's)
 
 and reports the median time, GB/s (bytes = the data-sized arrays read plus written) and the ratio to the
-copy, as a table, as JSON (``--json``) and as a PNG plot of throughput against size (``--plot``, needs
+copy, as a table (and, per case at its largest size, ours beside TensorFlow and PyTorch), as JSON (``--json``) and as a PNG plot of throughput against size (``--plot``, needs
 matplotlib: ``pip install 'qdq-compiler[plot]'``). Each api result is also compared with the oracle
 (bit for bit; float sums within their rounding bound, policy 6): the ``exact`` column. A 16-element call
 is timed for the per-call overhead.

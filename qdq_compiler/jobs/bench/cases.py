@@ -10,7 +10,8 @@ from ...errors import QDQError
 
 CHANNELS = 64
 LATENCY_ELEMENTS = 16
-VARIANTS = ("copy", "api", "device", "oracle", "tf")
+VARIANTS = ("copy", "api", "device", "oracle", "tf", "torch")
+FRAMEWORKS = ("tf", "torch")  # the variants timed only where that framework is installed
 DEFAULT_SIZES = (10, 14, 18, 22, 24)  # log2 element counts
 
 
@@ -25,6 +26,10 @@ class Case:
     per_channel: bool = False
     compare_to: str | None = None    # the per-tensor case a per-channel case is held against
     tf: bool = True                  # TF can run it (per-channel given ranges of V4 it rejects)
+    # PyTorch's nearest op, timed beside ours where installed: "per-tensor" (fake_quantize_per_tensor_affine)
+    # or "per-channel" (fake_quantize_per_channel_affine, channels on axis 1), None where it has none. Its
+    # arithmetic is not TF's (a throughput comparison, never a bit comparison).
+    torch: str | None = None
 
     @property
     def spec(self) -> op_registry.OpSpec:
@@ -32,14 +37,16 @@ class Case:
 
 
 CASES: tuple[Case, ...] = (
-    Case("FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxArgs", {"min": -1.5, "max": 2.0}),
-    Case("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars"),
-    Case("QuantizeAndDequantizeV4[range_given]", "QuantizeAndDequantizeV4", {"range_given": True}),
+    Case("FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxArgs", {"min": -1.5, "max": 2.0}, torch="per-tensor"),
+    Case("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars", torch="per-tensor"),
+    Case("QuantizeAndDequantizeV4[range_given]", "QuantizeAndDequantizeV4", {"range_given": True},
+         torch="per-tensor"),
     Case("QuantizeAndDequantizeV4[from data]", "QuantizeAndDequantizeV4", {"range_given": False}, range_from="data"),
     Case("FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVarsPerChannel", kind="per-channel",
-         per_channel=True, compare_to="FakeQuantWithMinMaxVars"),
+         per_channel=True, compare_to="FakeQuantWithMinMaxVars", torch="per-channel"),
     Case("QuantizeAndDequantizeV4[range_given,axis]", "QuantizeAndDequantizeV4", {"range_given": True, "axis": 1},
-         kind="per-channel", per_channel=True, compare_to="QuantizeAndDequantizeV4[range_given]", tf=False),
+         kind="per-channel", per_channel=True, compare_to="QuantizeAndDequantizeV4[range_given]", tf=False,
+         torch="per-channel"),
     Case("QuantizeAndDequantizeV4[from data,axis]", "QuantizeAndDequantizeV4", {"range_given": False, "axis": 1},
          kind="per-channel", range_from="data", per_channel=True, compare_to="QuantizeAndDequantizeV4[from data]"),
     Case("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxArgsGradient", {"min": -1.5, "max": 2.0},
@@ -100,3 +107,14 @@ def io_bytes(case: Case, kw: dict) -> int:
 def copy_bytes(case: Case, kw: dict) -> int:
     """Bytes read plus written by the copy of every data-sized input."""
     return 2 * sum(kw[n].nbytes for n in data_inputs(case))
+
+
+def range_of(case: Case, kw: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The case's quantisation range as float32 arrays (0-d per-tensor, [C] per-channel), wherever the op
+    takes it: the min/max attributes (Args), the min/max inputs (Vars) or input_min/input_max (QDQ)."""
+    for lo, hi in (("min", "max"), ("input_min", "input_max")):
+        if lo in kw:
+            return np.asarray(kw[lo], np.float32), np.asarray(kw[hi], np.float32)
+        if lo in case.attrs:
+            return np.asarray(case.attrs[lo], np.float32), np.asarray(case.attrs[hi], np.float32)
+    raise KeyError(f"{case.name} has no range")

@@ -17,7 +17,8 @@ from ... import targets as T
 from ...numerics import bit_equal, sum_within_bound
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind
-from .cases import CASES, LATENCY_ELEMENTS, Case, copy_bytes, data_inputs, io_bytes, make_inputs
+from .cases import (CASES, FRAMEWORKS, LATENCY_ELEMENTS, Case, copy_bytes, data_inputs, io_bytes, make_inputs,
+                    range_of)
 
 # A variant whose single run takes longer than this many seconds is repeated fewer times (at least 3).
 SLOW_BUDGET_S = 20.0
@@ -35,7 +36,30 @@ def _tf_module():
     return tf
 
 
-def variant_functions(case: Case, kw: dict, targets: list[str], want_tf: bool) -> dict[tuple[str, str], Callable]:
+def _torch_module():
+    """PyTorch if installed, else None. Never a dependency."""
+    try:
+        import torch
+    except Exception:
+        return None
+    return torch
+
+
+def _torch_function(torch, case: Case, kw: dict) -> Callable:
+    """PyTorch's nearest op on the same data and range, 8 bits (levels 0..255): NumPy in (shared, not
+    copied), NumPy out (``.numpy()``), like the TF variant. Its nudging and rounding differ from TF's."""
+    x = torch.from_numpy(kw[data_inputs(case)[0]])
+    lo, hi = range_of(case, kw)
+    scale = np.maximum((hi - lo) / np.float32(255), np.float32(1e-8)).astype(np.float32)
+    zero_point = np.clip(np.round(-lo / scale), 0, 255).astype(np.int32)
+    if case.torch == "per-tensor":
+        s, z = float(scale), int(zero_point)
+        return lambda: torch.fake_quantize_per_tensor_affine(x, s, z, 0, 255).numpy()
+    s, z = torch.from_numpy(scale), torch.from_numpy(zero_point)
+    return lambda: torch.fake_quantize_per_channel_affine(x, s, z, 1, 0, 255).numpy()
+
+
+def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAMEWORKS) -> dict[tuple[str, str], Callable]:
     """(variant, target) -> a zero-argument callable. Target-independent variants use target '-'."""
     fns: dict[tuple[str, str], Callable] = {}
     data = [kw[n] for n in data_inputs(case)]
@@ -46,7 +70,7 @@ def variant_functions(case: Case, kw: dict, targets: list[str], want_tf: bool) -
         fns[("device", t)] = _device_function(case, kw, t)
     oracle = getattr(oracle_ops, case.op)
     fns[("oracle", "-")] = lambda: oracle(**kw)
-    if want_tf and case.tf:
+    if "tf" in frameworks and case.tf:
         tf = _tf_module()
         if tf is not None:
             tf_op = getattr(tf.raw_ops, case.op)
@@ -55,6 +79,9 @@ def variant_functions(case: Case, kw: dict, targets: list[str], want_tf: bool) -
                 out = tf_op(**kw)
                 return [o.numpy() for o in out] if isinstance(out, (list, tuple)) else out.numpy()
             fns[("tf", "-")] = run_tf
+    torch = _torch_module() if "torch" in frameworks and case.torch else None
+    if torch is not None:
+        fns[("torch", "-")] = _torch_function(torch, case, kw)
     return fns
 
 
@@ -93,12 +120,12 @@ def check_exact(case: Case, got, want, kw: dict) -> bool:
 
 # -- measuring -------------------------------------------------------------------------------------
 
-def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, want_tf: bool,
+def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, frameworks=FRAMEWORKS,
                  log: Callable[[str], None] = lambda s: None) -> list[dict]:
     """The result rows of one case at 2^log2n elements: one per (variant, target)."""
     n = 1 << log2n
     kw = make_inputs(case, n)
-    fns = variant_functions(case, kw, targets, want_tf)
+    fns = variant_functions(case, kw, targets, frameworks)
     rows: dict[tuple[str, str], dict] = {}
     exact: dict[str, bool] = {}
     oracle_result = fns[("oracle", "-")]()
@@ -145,7 +172,7 @@ def measure_latency(targets: list[str], repeat: int, calls: int = 200) -> list[d
     """Per-call time of a 16-element FakeQuantWithMinMaxArgs (median over ``repeat`` batches)."""
     case = CASES[0]
     kw = make_inputs(case, LATENCY_ELEMENTS)
-    fns = variant_functions(case, kw, targets, want_tf=True)
+    fns = variant_functions(case, kw, targets)
     out = []
     for (variant, target), f in fns.items():
         if variant == "copy":
@@ -183,12 +210,17 @@ def machine_info() -> dict:
         pass
     tf = sys.modules.get("tensorflow")
     info["tensorflow"] = getattr(tf, "__version__", None) if tf else None
+    torch = sys.modules.get("torch")
+    info["torch"] = getattr(torch, "__version__", None) if torch else None
+    if torch is not None and hasattr(torch, "get_num_threads"):
+        info["torch_threads"] = torch.get_num_threads()
     return info
 
 
-def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: int = 7, tf: bool = True,
+def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: int = 7, tf: bool = True, torch: bool = True,
               latency: bool = True, log: Callable[[str], None] = lambda s: None) -> dict:
     """Measure every case at every size on every target; the results as a JSON-able dict."""
+    frameworks = tuple(name for name, on in (("tf", tf), ("torch", torch)) if on)
     runnable, skipped = [], {}
     for t in targets:
         ok, why = T.get(t).availability()
@@ -196,7 +228,7 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
     rows = []
     for case in cases:
         for k in sizes:
-            rows += measure_case(case, k, runnable, repeat, tf, log)
+            rows += measure_case(case, k, runnable, repeat, frameworks, log)
             gc.collect()
             runtime.trim()
     lat = measure_latency(runnable, repeat) if latency else []
@@ -210,6 +242,7 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
     return {"machine": info,
             "config": {"targets": runnable, "skipped_targets": skipped, "sizes_log2": sizes, "repeat": repeat,
                        "cases": [c.name for c in cases], "tf": info["tensorflow"] is not None,
+                       "torch": info["torch"] is not None,
                        "task_threshold_bytes": runtime.task_threshold(),
                        "task_max_bytes": runtime.task_max_bytes()},
             "results": rows, "latency": lat}

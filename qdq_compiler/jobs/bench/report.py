@@ -4,10 +4,11 @@ from __future__ import annotations
 import math
 import sys
 
-from .cases import LATENCY_ELEMENTS, VARIANTS
+from .cases import FRAMEWORKS, LATENCY_ELEMENTS, VARIANTS
 
 # Line styles by variant; colours are per series (variant and target), each series its own.
-_STYLES = {"copy": "-", "oracle": ":", "tf": "-.", "api": "-", "device": (0, (4, 1))}
+_STYLES = {"copy": "-", "oracle": ":", "tf": "-.", "torch": (0, (1, 1)), "api": "-", "device": (0, (4, 1))}
+_TARGETLESS = ("copy", "oracle") + FRAMEWORKS
 _ROOF_COLOR = "black"
 _PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
             "tab:olive", "tab:cyan")
@@ -27,7 +28,9 @@ def format_table(res: dict) -> str:
     m = res["machine"]
     bw = m.get("copy_gbps")
     lines.append(f"machine: {m.get('cpu', m['machine'])}, {m['cpus']} CPUs; numpy {m['numpy']}, "
-                 f"IREE {m.get('iree_runtime', '?')}, TensorFlow {m.get('tensorflow') or 'not installed'}")
+                 f"IREE {m.get('iree_runtime', '?')}, TensorFlow {m.get('tensorflow') or 'not installed'}, "
+                 f"PyTorch {m.get('torch') or 'not installed'}"
+                 + (f" ({m['torch_threads']} threads)" if m.get("torch_threads") else ""))
     if bw:
         lines.append(f"copy bandwidth: {bw:.1f} GB/s (x.copy(), 2^{m['copy_gbps_at_log2n']} float32, read + write)")
     for t, why in res["config"].get("skipped_targets", {}).items():
@@ -45,11 +48,42 @@ def format_table(res: dict) -> str:
         exact = "" if r["exact"] is None else ("yes" if r["exact"] else "NO")
         lines.append(f"{r['case']:44s} {r['log2n']:5d} {r['variant']:8s} {r['target']:7s} {r['driver'] or '-':10s} "
                      f"{_fmt_time(r['median_s']):>10s} {r['gbps'] or 0:7.2f} {r['ratio_to_copy'] or 0:7.2f} {exact:>5s}")
+    lines += ["", *side_by_side(res)]
     if res.get("latency"):
         lines += ["", f"per-call time, {LATENCY_ELEMENTS} elements ({res['latency'][0]['case']}):"]
         for r in res["latency"]:
             lines.append(f"  {r['variant']:8s} {r['target']:7s} {r['median_us']:9.1f} us  (min {r['min_us']:.1f})")
     return "\n".join(lines)
+
+
+def side_by_side(res: dict) -> list[str]:
+    """Per case at its largest size: ours through the API on each target (and x a copy of its bytes), then
+    TensorFlow and PyTorch where they ran, as times and as how many times faster ours is (same run)."""
+    results = res["results"]
+    targets = sorted({r["target"] for r in results if r["variant"] == "api"})
+    fws = [v for v in FRAMEWORKS if any(r["variant"] == v for r in results)]
+    if not targets:
+        return []
+    hdr = f"{'case (largest size)':44s} " + " ".join(f"{'ours ' + t:>12s} {'x copy':>7s}" for t in targets) + \
+        "".join(f" {v:>10s} {'ours faster':>11s}" for v in fws)
+    lines = ["side by side (medians of one run; 'ours faster' = their time / ours on " + targets[0] + "):", hdr,
+             "-" * len(hdr)]
+    for case in dict.fromkeys(r["case"] for r in results):
+        rows = [r for r in results if r["case"] == case]
+        n = max(r["log2n"] for r in rows)
+        at = {(r["variant"], r["target"]): r for r in rows if r["log2n"] == n}
+        line = f"{case + f' 2^{n}':44s} "
+        line += " ".join(f"{_fmt_time(at[('api', t)]['median_s']):>12s} {at[('api', t)]['ratio_to_copy'] or 0:7.2f}"
+                         if ("api", t) in at else f"{'-':>12s} {'-':>7s}" for t in targets)
+        ours = at.get(("api", targets[0]))
+        for v in fws:
+            theirs = at.get((v, "-"))
+            if theirs is None or ours is None:
+                line += f" {'-':>10s} {'-':>11s}"
+            else:
+                line += f" {_fmt_time(theirs['median_s']):>10s} {theirs['median_s'] / ours['median_s']:10.2f}x"
+        lines.append(line)
+    return lines
 
 
 def _series(results: list[dict]) -> list[tuple[str, str]]:
@@ -58,7 +92,7 @@ def _series(results: list[dict]) -> list[tuple[str, str]]:
     present = {(r["variant"], r["target"]) for r in results}
     out = []
     for v in VARIANTS:
-        for t in (["-"] if v in ("copy", "oracle", "tf") else targets):
+        for t in (["-"] if v in _TARGETLESS else targets):
             if (v, t) in present:
                 out.append((v, t))
     return out
