@@ -168,15 +168,17 @@ def canonical_dims(layout: str, shape: tuple[int, ...], axis: int | None) -> tup
 LONG_ROWS = "long-rows"  # the tuning of per-axis programs whose inner rows are long (Target.tunings)
 
 
-def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None) -> tuple[tuple[int, ...], dict, str]:
+def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None,
+                   rank2: bool = True) -> tuple[tuple[int, ...], dict, str]:
     """(dims, the structural attrs they fix, the tuning they ask for) of the view the Python path runs
     data of ``shape`` in. AXIS data whose channels are its last dimension (inner == 1) runs as [outer, C]
     with axis 1: IREE vectorises the innermost dimension, and one of size 1 leaves it a scalar loop
     (measured: 15-22x a copy, against about 1x for the rank-2 view). AXIS data with long inner rows (a
-    multiple of 16, or 128 and more) asks for LONG_ROWS, which targets may tune for."""
+    multiple of 16, or 128 and more) asks for LONG_ROWS, which targets may tune for. ``rank2`` False
+    keeps channels-last data [outer, C, 1] (a target that cannot compile the rank-2 program's reductions)."""
     dims = canonical_dims(layout, shape, axis)
     if layout == ops.AXIS and axis is not None:
-        if dims[2] == 1:
+        if dims[2] == 1 and rank2:
             return dims[:2], {"axis": 1}, ""
         if dims[2] % 16 == 0 or dims[2] >= 128:
             return dims, LAYOUT_ATTRS[layout], LONG_ROWS

@@ -77,16 +77,18 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     return art
 
 
-def _shape_plan(call: Call):
-    """(canonical shape string, the structural attrs it fixes, a function from a data-shaped array to its view)."""
+def _shape_plan(call: Call, target: str):
+    """(canonical shape string, the structural attrs it fixes, the view's dims, the tuning it asks for) of
+    ``call`` on ``target`` (config.canonical_view)."""
     axis = call.per_channel_axis()
     layout = layout_of(call.spec, call.attrs) if axis is not None else ops.FLAT
-    dims, attrs, tuning = canonical_view(layout, call.data.shape, axis)
+    rank2 = targets.get(target).limits.outer_reductions or not call.spec.family.reduces(call.spec, call.attrs)
+    dims, attrs, tuning = canonical_view(layout, call.data.shape, axis, rank2)
     return "x".join(["?"] * len(dims)), attrs, dims, tuning
 
 
 def config_for_call(call: Call, target: str) -> OpConfig:
-    shape, override, _, tuning = _shape_plan(call)
+    shape, override, _, tuning = _shape_plan(call, target)
     return _runtime_config(call, target, shape, override, tuning)
 
 
@@ -179,7 +181,7 @@ def _plan(call: Call, target: str, static: bool):
     configuration is the same (one artifact serves every shape of a layout)."""
     t = targets.get(target)
     spec = call.spec
-    shape, override, dims, tuning = _shape_plan(call)
+    shape, override, dims, tuning = _shape_plan(call, target)
     static = static or _needs_static_reduction(call, t, dims)
     if static:
         shape = "x".join(str(d) for d in dims) or "scalar"

@@ -24,6 +24,18 @@ def test_per_axis_view_and_tuning(shape, axis, dims, attrs, tuning):
     assert canonical_view(ops.AXIS, shape, axis) == (dims, attrs, tuning)
 
 
+def test_a_target_without_outer_reductions_keeps_channels_last_data_rank_3():
+    """vulkan-spirv cannot compile tf-xla's per-channel range over [?, ?] (Limits.outer_reductions)."""
+    assert canonical_view(ops.AXIS, (6, 64), 1, rank2=False) == ((6, 64, 1), {"axis": 1}, "")
+    x = np.zeros((6, 4), np.float32)
+    kw = dict(input=x, input_min=np.zeros(4, np.float32), input_max=np.ones(4, np.float32), axis=1)
+    data_range = bind("QuantizeAndDequantizeV4", {**kw, "range_given": False}, semantics="tf-xla")
+    given = bind("QuantizeAndDequantizeV4", {**kw, "range_given": True}, semantics="tf-xla")
+    assert execute.config_for_call(data_range, "vulkan").shape == (None, None, None)
+    assert execute.config_for_call(data_range, "cpu").shape == (None, None)
+    assert execute.config_for_call(given, "vulkan").shape == (None, None)   # no reduction: rank 2 anywhere
+
+
 def test_tuning_reaches_the_compile_flags_and_the_cache_key():
     x = np.zeros((2, 3, 32), np.float32)
     call = bind("QuantizeAndDequantizeV4", dict(input=x, input_min=np.full(3, -1, np.float32),

@@ -122,6 +122,10 @@ CASES: dict[str, list[Case]] = {
              {}, {"gradients": a32(1, 2, 4, 8, 16, 32, -64),
                   "inputs": a32(-3, -2, -1, 0, 0.5, 2, 5),
                   "min": F32(-1), "max": F32(1)}, "?"),
+        Case("strict_edges", "inputs exactly at the nudged ends count neither below nor above (strict compares)",
+             {}, {"gradients": a32(1, 2, 4, 8, 16, 32),
+                  "inputs": a32(-1, 0, 0, 1, 2.55, 3),
+                  "min": F32(0), "max": F32(2.55)}, "?"),
     ],
     "FakeQuantWithMinMaxVarsPerChannel": [
         Case("three_channels", "per-channel nudge along the last dim (min == max == 0 channel gives zeros)",

@@ -35,6 +35,9 @@ class Quirks:
     roundeven_drops_zero_sign: bool = False  # roundeven(-0.5) is +0 (macro round_half_even)
     roundeven_is_slow: bool = False          # roundeven lowers to ~60 integer ops per vector (llvm-cpu on
     #   x86-64-v2): macro round_half_even adds and subtracts 2^p instead (exact; QDQ 4.6x -> 1.2x a copy)
+    single_chain_reductions: bool = False    # a 1-D reduction runs one 4-lane accumulator chain (llvm-cpu;
+    #   a data range took 3.3x a copy): macro reduce_range writes the per-tensor min/max as one
+    #   linalg.generic with 32 accumulator lanes (IREE's compilation_info)
 
     def __post_init__(self):
         for f in fields(self):
@@ -52,6 +55,9 @@ class Limits:
     #   widening and the reduction in one dispatch without fusing them and fails at run time, RESOURCE_EXHAUSTED;
     #   a dynamic-shape optimization_barrier does not compile): such programs take their 16-bit inputs as
     #   float32, widened on the host (exact), and still return 16-bit results (Target.widens_on_host)
+    outer_reductions: bool = True            # compiles reductions over the outer dim of [?, ?] data (IREE 3.13's
+    #   vulkan-spirv fails on tf-xla's NaN-skipping per-channel range there: "failed to legalize unresolved
+    #   source materialization"): without, per-axis data that reduces stays [outer, C, 1] (canonical_view)
     idle_device_s: float | None = None       # close the runtime device after this many idle seconds (None:
     #   keep it for the process): IREE's Vulkan device on lavapipe spins two threads while it exists
     #   (device_sessions.py)
@@ -61,6 +67,8 @@ class Limits:
                                                      or self.max_loop_iterations < 4096):
             raise ValueError("Limits.max_loop_iterations must be an int >= 4096 (the two-stage reduction's "
                              "window) or None")
+        if not isinstance(self.outer_reductions, bool):
+            raise TypeError("Limits.outer_reductions must be a bool")
         if not isinstance(self.empty_buffers, bool):
             raise TypeError("Limits.empty_buffers must be a bool")
         if self.idle_device_s is not None and (isinstance(self.idle_device_s, bool)
@@ -196,7 +204,7 @@ def readable_iree_error(e: Exception) -> str:
 
 
 _CPU_TRIPLE = "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu"
-_LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True)
+_LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True, single_chain_reductions=True)
 # Per-axis data as [outer, C, inner] with long inner rows: for dynamic shapes IREE tiles [64, 64, 64], so a
 # workgroup reads 64 short rows at a large stride (2-5x a copy); 16384-element distribution tiles and
 # 64-byte vectors (four SSE registers) read long rows (about 1.1x). Short or odd rows get worse (2-7x), so
@@ -224,7 +232,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),
            "Vulkan SPIR-V for Mesa's lavapipe (llvmpipe); other GPUs via --iree-vulkan-target",
-           limits=Limits(max_loop_iterations=65535, empty_buffers=False, idle_device_s=1.0), quirks=_GPU_QUIRKS),
+           limits=Limits(max_loop_iterations=65535, empty_buffers=False, idle_device_s=1.0, outer_reductions=False),
+           quirks=_GPU_QUIRKS),
     Target("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_80",),
            "CUDA PTX for sm_80 (runs on Ampere and, JIT-compiled by the driver, on Hopper)",
            quirks=_GPU_QUIRKS),
