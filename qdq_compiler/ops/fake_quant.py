@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import fmt_number, shape_text
-from ..numerics import F32, Nudged, flush, nudge, quant_levels
+from ..numerics import F32, Nudged, flush, flush_f32, nudge, quant_levels
 from . import fake_quant_xla as xla
 from .family import FLAT, LAST, Family
 from .spec import Input, OpSpec, attr
@@ -88,7 +88,7 @@ def check(c, spec, arrays, attrs, semantics="tf-cpu"):
         c.fail(f"gradients has shape {list(g.shape)} but inputs has shape {list(x.shape)}; they must be equal",
                "gradients", tf=tf)
     if range_from == ATTR:
-        lo, hi = flush(np.float32(attrs["min"])).item(), flush(np.float32(attrs["max"])).item()  # under DAZ
+        lo, hi = flush_f32(attrs["min"]), flush_f32(attrs["max"])  # under DAZ
         if semantics == "tf-xla":
             # TF's MLIR bridge refuses min >= max for the forward op only (a NaN passes); tf2xla's
             # ArgsGradient checks nothing and nudges whatever it is given.

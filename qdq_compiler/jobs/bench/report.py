@@ -64,7 +64,8 @@ def side_by_side(res: dict) -> list[str]:
     fws = [v for v in FRAMEWORKS if any(r["variant"] == v for r in results)]
     if not targets:
         return []
-    hdr = f"{'case (largest size)':44s} " + " ".join(f"{'ours ' + t:>12s} {'x copy':>7s}" for t in targets) + \
+    w = max([len(r["case"]) + 6 for r in results] + [20])
+    hdr = f"{'case (largest size)':{w}s} " + " ".join(f"{'ours ' + t:>12s} {'x copy':>7s}" for t in targets) + \
         "".join(f" {v:>10s} {'ours faster':>11s}" for v in fws)
     lines = ["side by side (medians of one run; 'ours faster' = their time / ours on " + targets[0] + "):", hdr,
              "-" * len(hdr)]
@@ -72,7 +73,7 @@ def side_by_side(res: dict) -> list[str]:
         rows = [r for r in results if r["case"] == case]
         n = max(r["log2n"] for r in rows)
         at = {(r["variant"], r["target"]): r for r in rows if r["log2n"] == n}
-        line = f"{case + f' 2^{n}':44s} "
+        line = f"{case + f' 2^{n}':{w}s} "
         line += " ".join(f"{_fmt_time(at[('api', t)]['median_s']):>12s} {at[('api', t)]['ratio_to_copy'] or 0:7.2f}"
                          if ("api", t) in at else f"{'-':>12s} {'-':>7s}" for t in targets)
         ours = at.get(("api", targets[0]))
