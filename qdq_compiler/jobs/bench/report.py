@@ -143,7 +143,7 @@ def plot(res: dict, path: str) -> bool:
             if v == "copy":
                 roof = (xs, ys)
                 line, = ax.plot(xs, ys, color=colors[(v, t)], linestyle=_STYLES[v], linewidth=2.2, zorder=3,
-                                label=label)
+                                marker="_", markersize=14, label=label)  # the marker: one size is a line too
             else:
                 line, = ax.plot(xs, ys, color=colors[(v, t)], linestyle=_STYLES[v], marker="o", markersize=3,
                                 zorder=2, label=label)
