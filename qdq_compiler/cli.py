@@ -222,7 +222,9 @@ def cmd_bench(args):
     repeat = int(args.repeat or 7)
     if repeat < 1:
         raise QDQError(f"--repeat {repeat}: must be >= 1", arg="--repeat")
-    return bench.benchmark(cases, targets, sizes, repeat, json_path=args.json, plot_path=args.plot)
+    frameworks = bench.parse_frameworks(args.frameworks)
+    return bench.benchmark(cases, targets, sizes, repeat, json_path=args.json, plot_path=args.plot,
+                           frameworks=frameworks)
 
 
 def cmd_build(args):
@@ -331,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed runs per variant and size; the median is reported (default: 7)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--plot", help="write a PNG plot (needs matplotlib)")
+    p.add_argument("--frameworks", default="tf,torch",
+                   help="frameworks timed beside ours where installed: tf, torch, both (default) or 'none' "
+                        "(their threads also load the machine the other variants run on)")
     p = add("build", "build a deployment bundle from a TOML/JSON config", cmd_build)
     p.add_argument("--config", required=True)
     p.add_argument("--out", required=True)

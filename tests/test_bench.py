@@ -79,21 +79,26 @@ def test_plot_gives_every_series_its_own_colour():
 
 
 def test_check_goals_reads_a_bench_json(tmp_path):
-    def row(case, kind, median, ratio, range_from="given", compare_to=None):
-        return {"case": case, "kind": kind, "range_from": range_from, "compare_to": compare_to, "log2n": 24,
-                "variant": "api", "target": "cpu", "median_s": median, "ratio_to_copy": ratio}
+    def row(case, kind, median, ratio, range_from="given", variant="api", target="cpu", op=None):
+        return {"case": case, "op": op or case, "kind": kind, "range_from": range_from, "log2n": 24,
+                "variant": variant, "target": target, "median_s": median, "ratio_to_copy": ratio}
     res = {"config": {"sizes_log2": [24]},
-           "results": [row("A", "per-tensor", 1.0, 1.2), row("B", "per-tensor", 1.0, 2.5, "data"),
-                       row("C", "per-channel", 1.5, 3.0, compare_to="A"), row("G", "gradient", 1.0, 1.3)],
+           "results": [row("A", "per-tensor", 1.0, 1.2), row("A", "per-tensor", 3.0, 3.6, variant="tf", target="-"),
+                       row("B", "per-tensor", 1.0, 2.5, "data"), row("B", "per-tensor", 1.5, 2.0, "data", "tf", "-"),
+                       row("C", "per-channel", 1.5, 1.4),
+                       row("G", "gradient", 1.0, 1.4, op="FakeQuantWithMinMaxVarsGradient"),
+                       row("H", "gradient", 1.0, 1.1, op="QuantizeAndDequantizeV4Grad")],
            "latency": [{"case": "A", "variant": "api", "target": "cpu", "median_us": 31.0}]}
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(res))
     p = subprocess.run([sys.executable, str(CHECK_GOALS), str(path)], capture_output=True, text=True)
     assert p.returncode == 0 and not p.stderr, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0].startswith("goals (issue 7) at 2^24")
-    assert [ln.split()[0] for ln in lines[1:]] == ["met", "MISS", "MISS", "met", "MISS"]
-    assert "x A" in lines[3] and "1.50" in lines[3]
+    assert lines[0].startswith("goals (issue 13) at 2^24")
+    got = [(ln.split()[0], ln.split()[1]) for ln in lines[1:]]
+    assert got == [("met", "given"), ("met", "faster"), ("MISS", "range"), ("MISS", "faster"), ("MISS", "given"),
+                   ("met", "gradient"), ("MISS", "gradient"), ("MISS", "16-element")]
+    assert "goal >= 2" in lines[2] and "3.00" in lines[2]
     assert subprocess.run([sys.executable, str(CHECK_GOALS), str(path), "--strict"]).returncode == 1
 
 
@@ -101,6 +106,8 @@ def test_bench_rejects_bad_arguments():
     assert cli_main(["bench", "--sizes", "x"]) == 2
     assert cli_main(["bench", "--ops", "NoSuchOp", "--sizes", "4"]) == 2
     assert cli_main(["bench", "--targets", "nosuch", "--sizes", "4"]) == 2
+    assert cli_main(["bench", "--frameworks", "jax", "--sizes", "4"]) == 2
+    assert bench.parse_frameworks("none") == () and bench.parse_frameworks("torch,tf,torch") == ("torch", "tf")
 
 
 def test_every_default_case_builds_valid_inputs():

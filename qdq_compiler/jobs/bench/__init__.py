@@ -28,11 +28,12 @@ only check that the harness runs (``benchmarks/check_goals.py`` reads the JSON a
     report.py   format_table, plot
     run.py      benchmark (measure, print, write the JSON and the plot)
 """
-from .cases import CASES, DEFAULT_SIZES, Case, data_inputs, make_inputs, parse_sizes, select_cases
+from .cases import CASES, DEFAULT_SIZES, Case, data_inputs, make_inputs, parse_frameworks, parse_sizes, select_cases
 from .measure import check_exact, machine_info, measure_case, measure_latency, run_bench
 from .report import format_table, plot
 from .run import benchmark
 
 __all__ = ["CASES", "Case", "DEFAULT_SIZES", "benchmark", "check_exact", "data_inputs", "format_table",
-           "machine_info", "make_inputs", "measure_case", "measure_latency", "parse_sizes", "plot", "run_bench",
+           "machine_info", "make_inputs", "measure_case", "measure_latency", "parse_frameworks", "parse_sizes",
+           "plot", "run_bench",
            "select_cases"]

@@ -118,3 +118,15 @@ def range_of(case: Case, kw: dict) -> tuple[np.ndarray, np.ndarray]:
         if lo in case.attrs:
             return np.asarray(case.attrs[lo], np.float32), np.asarray(case.attrs[hi], np.float32)
     raise KeyError(f"{case.name} has no range")
+
+
+def parse_frameworks(text) -> tuple[str, ...]:
+    """'tf,torch' -> ('tf', 'torch'); 'none' -> (): the frameworks to time beside ours where installed."""
+    names = [s.strip() for s in str(text).split(",") if s.strip()]
+    if names == ["none"]:
+        return ()
+    bad = [n for n in names if n not in FRAMEWORKS]
+    if bad or not names:
+        raise QDQError(f"--frameworks {text!r}: allowed: {', '.join(FRAMEWORKS)} (comma-separated) or none",
+                       arg="--frameworks")
+    return tuple(dict.fromkeys(names))

@@ -5,7 +5,7 @@ import json
 import sys
 
 from ... import targets as T
-from .cases import Case
+from .cases import FRAMEWORKS, Case
 from .measure import run_bench
 from .report import format_table, plot
 
@@ -15,7 +15,7 @@ def _log(s: str):
 
 
 def benchmark(cases: list[Case], targets: list[str], sizes: list[int], repeat: int = 7,
-              json_path: str | None = None, plot_path: str | None = None) -> int:
+              json_path: str | None = None, plot_path: str | None = None, frameworks=FRAMEWORKS) -> int:
     """Measure ``cases`` at the log2 ``sizes`` on ``targets`` (TensorFlow and the 16-element call included).
 
     The table goes to stdout, progress and the files written to stderr; the exit status is 0. Unknown
@@ -23,7 +23,8 @@ def benchmark(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
     """
     for t in targets:
         T.get(t)
-    res = run_bench(cases, targets, sizes, repeat, tf=True, latency=True, log=_log)
+    res = run_bench(cases, targets, sizes, repeat, tf="tf" in frameworks, torch="torch" in frameworks,
+                    latency=True, log=_log)
     print(format_table(res))
     if json_path:
         with open(json_path, "w") as f:
