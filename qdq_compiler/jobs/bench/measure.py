@@ -168,11 +168,11 @@ def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, framew
     return list(rows.values())
 
 
-def measure_latency(targets: list[str], repeat: int, calls: int = 200) -> list[dict]:
+def measure_latency(targets: list[str], repeat: int, calls: int = 200, frameworks=FRAMEWORKS) -> list[dict]:
     """Per-call time of a 16-element FakeQuantWithMinMaxArgs (median over ``repeat`` batches)."""
     case = CASES[0]
     kw = make_inputs(case, LATENCY_ELEMENTS)
-    fns = variant_functions(case, kw, targets)
+    fns = variant_functions(case, kw, targets, frameworks)
     out = []
     for (variant, target), f in fns.items():
         if variant == "copy":
@@ -231,7 +231,7 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
             rows += measure_case(case, k, runnable, repeat, frameworks, log)
             gc.collect()
             runtime.trim()
-    lat = measure_latency(runnable, repeat) if latency else []
+    lat = measure_latency(runnable, repeat, frameworks=frameworks) if latency else []
     copies = [r for r in rows if r["variant"] == "copy" and not r["case"].endswith("Gradient")
               and r["case"] != "QuantizeAndDequantizeV4Grad"]
     big = max((r["log2n"] for r in copies), default=None)
