@@ -56,34 +56,43 @@ def _stage(text: str, mode):
         sys.stderr.flush()
 
 
-def precompile(entries, targets, sizes, jobs: int, progress: str):
-    """Compile every (entry, target[, static shape]) in parallel (iree-compile runs as a subprocess)."""
-    work = []
+def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | None = None):
+    """Compile every artifact the run will use, in parallel (iree-compile runs as a subprocess): per (entry,
+    target) the entry's own (dynamic, or its static shape) and, from its bound ``cases`` (entry name ->
+    cells.Case list), every other view or tuning its calls pick (config.canonical_view), so that none is
+    compiled one at a time while the cells run."""
+    work, seen = [], set()
     for e in entries:
         for t in targets:
-            spec = op_registry.get(e.op)
             if T.get(t).dtype_gap(e.dtype):
                 continue  # reported as a skip with the reason (cells.run_cell)
-            shapes = [_shape_for(e, max(sizes))] if e.static else [None]
-            work += [(e, t, sh) for sh in shapes]
+            cfgs = [execute.config_for_entry(e, t, _shape_for(e, max(sizes)) if e.static else None)]
+            if not e.static:
+                cfgs += [execute.config_for_call(c.call, t) for c in (cases or {}).get(e.name, [])]
+            for cfg in dict.fromkeys(cfgs):
+                if (cfg, t) not in seen:
+                    seen.add((cfg, t))
+                    work.append((e, t, cfg))
     errors = {}
 
     def one(item):
-        e, t, sh = item
+        e, t, cfg = item
         try:
-            return "loaded from the cache" if execute.artifact_for(execute.config_for_entry(e, t, sh)).from_cache \
-                else "compiled"
+            return "loaded from the cache" if execute.artifact_for(cfg).from_cache else "compiled"
         except QDQError as ex:
-            errors[(e.name, t)] = " ".join(str(ex).split())[:400]
+            errors.setdefault((e.name, t), " ".join(str(ex).split())[:400])
             return "failed to compile"
 
     done = 0
     _stage(f"compiling {_count(len(work), 'artifact')} ({_count(jobs, 'parallel job')}; cached ones load at once)",
            progress)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for (e, t, _), how in zip(work, pool.map(one, work)):
+        for (e, t, cfg), how in zip(work, pool.map(one, work)):
             done += 1
-            _progress(done, len(work), f"{how} {e.name} for {t}", progress)
+            view = "" if cfg == execute.config_for_entry(e, t, cfg.shape if e.static else None) else \
+                f" ({'x'.join('?' if d is None else str(d) for d in cfg.shape)} view"  \
+                f"{', ' + cfg.tuning if cfg.tuning else ''})"
+            _progress(done, len(work), f"{how} {e.name}{view} for {t}", progress)
     return errors
 
 
@@ -135,7 +144,10 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     entries = build_matrix(ops, dtypes, semantics)
     if shard:
         entries = shard_of(entries, *shard)
-    compile_errors = precompile(entries, run_on + compile_only, sizes, jobs or os.cpu_count() or 1, progress)
+    # bound once, before compiling: the oracle's answers are reused on every target, and the views the
+    # calls pick tell precompile which artifacts they need
+    cases = {e.name: bound_calls(e, sizes, seed) for e in entries}
+    compile_errors = precompile(entries, run_on + compile_only, sizes, jobs or os.cpu_count() or 1, progress, cases)
     cells = []
     for t in compile_only:  # compiled, not run: the report says so per configuration
         for e in entries:
@@ -148,13 +160,12 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
            f"{', '.join(run_on) or 'no target'}) against the oracle", progress)
     coverage = []
     for e in entries:
-        cases = bound_calls(e, sizes, seed)  # bound once, the oracle's answers reused on every target
-        coverage.append(entry_coverage(e, cases))
+        coverage.append(entry_coverage(e, cases[e.name]))
         for t in run_on:
             if (e.name, t) in compile_errors:
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
             else:
-                cells.append(run_cell(e, t, sizes, seed, calls=cases))
+                cells.append(run_cell(e, t, sizes, seed, calls=cases[e.name]))
             c = cells[-1]
             _progress(len(cells) - first, total, f"{e.name} on {t}: {c.short()} ({_count(c.cases, 'case')}, "
                       f"{c.seconds:.1f} s)" if progress == "lines" else e.name, progress)
