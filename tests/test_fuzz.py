@@ -255,7 +255,9 @@ def test_generator_reaches_both_outcomes():
         for faults in (True, False):
             seen = collections.Counter()
 
-            @settings(max_examples=100, database=None, deadline=None,
+            # derandomize: a fixed draw, so the counts below are the same on every run (a random one
+            # fell to 8 errors in 100 now and then)
+            @settings(max_examples=100, database=None, deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
             @given(op_kwargs(op, faults))
             def collect(kw):
