@@ -55,8 +55,8 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     The cache hit path reads a small index (config -> artifact key) and the verified .vmfb: no
     template rendering, no MLIR parsing, no compiler.
     """
-    targets.get(cfg.target).require_dtype(cfg.dtype)
     t = targets.get(cfg.target)
+    t.require_dtype(cfg.dtype)
     flags = t.compile_flags + t.tuning_flags(cfg.tuning) + tuple(extra_flags)
     art = _artifacts.get((cfg, flags))
     if art is not None:
