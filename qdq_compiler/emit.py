@@ -108,6 +108,20 @@ class RenderContext:
         self.np_dtype = self.compute.np
 
     @property
+    def lane_reduction(self) -> str | None:
+        """The hand-written reduction form on a target with quirk single_chain_reductions (macros
+        reduce_range, masked_sums): "flat" ([n] to a scalar, many accumulator lanes), "columns" ([rows, C]
+        to [C], a row of C accumulators walked down the rows: IREE's own form walks each channel's
+        column alone, strided, 4-9x slower); None keeps the StableHLO reduction."""
+        if not self.quirks.single_chain_reductions:
+            return None
+        if self.rank == 1 and self.axis is None:
+            return "flat"
+        if self.rank == 2 and self.axis == 1:
+            return "columns"
+        return None
+
+    @property
     def abs_mask(self) -> int:
         """Every bit but the sign in the compute type (the magnitude of a float's bit pattern)."""
         return (1 << (self.compute.bits - 1)) - 1
