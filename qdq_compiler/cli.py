@@ -23,7 +23,7 @@ EXAMPLES = {
     "run": "qdqc run FakeQuantWithMinMaxArgs --attr num_bits=4 --input x.npy -o y.npy\n"
            "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input -1 --input 1.5 --target vmvx\n"
            "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input min.npy --input max.npy",
-    "validate": "qdqc validate\n  qdqc validate --targets cpu,vmvx,vulkan --ops FakeQuantWithMinMaxArgs "
+    "validate": "qdqc validate\n  qdqc validate --targets all\n  qdqc validate --targets cpu,vmvx,vulkan --ops FakeQuantWithMinMaxArgs "
                 "--report r.json --junit r.xml --markdown r.md\n  qdqc validate --shard 1/4\n"
                 "  qdqc validate --semantics tf-cpu,tf-xla --ops FakeQuantWithMinMaxVars",
     "diverge": "qdqc diverge --ops FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVars\n"
@@ -300,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help=".npy (one output) or .npz (several) to write")
     p = add("validate", "compare every target with the oracle over a matrix of configurations", cmd_validate)
     p.add_argument("--ops", help="comma-separated op names (default: all)")
-    p.add_argument("--targets", help="comma-separated targets (default: cpu and every other available one)")
+    p.add_argument("--targets", help="comma-separated targets, or 'all': cpu and every other available one "
+                                      "(default: cpu)")
     p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16 (default: every one the op allows under "
                                     "the semantics)")
     _semantics_arg(p, many=True)

@@ -129,3 +129,21 @@ def test_vmvx_reduces_over_16_bit_data_with_its_inputs_widened_on_the_host(tmp_p
     assert rc == 0
     (cell,) = report["cells"]
     assert cell["status"] == "exact" and cell["cases"] > 0
+
+
+def test_default_targets_are_cpu_and_all_adds_every_available_one():
+    from qdq_compiler import targets as T
+    from qdq_compiler.errors import QDQError
+    assert V.select_targets(None) == (["cpu"], {}, [])
+    run, skipped, compile_only = V.select_targets(["all"])
+    assert run[0] == "cpu" and compile_only == []
+    assert set(run) | set(skipped) == set(T.TARGETS) - {"cpu-host"}
+    assert set(run) == {n for n in T.TARGETS if n != "cpu-host" and T.get(n).availability()[0]}
+    assert all(why for why in skipped.values())
+    # A target named explicitly but missing here is still compiled (its compile failure is not hidden).
+    missing = [n for n in T.TARGETS if not T.get(n).availability()[0]]
+    if missing:
+        assert V.select_targets(["cpu", missing[0]])[2] == [missing[0]]
+    with pytest.raises(QDQError, match="'all' stands alone") as e:
+        V.select_targets(["all", "cpu"])
+    assert e.value.arg == "targets"
