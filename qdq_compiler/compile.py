@@ -23,8 +23,6 @@ import hashlib
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -84,6 +82,7 @@ def _command_text(cmd: list[str]) -> str:
 
 def _kill_group(proc: subprocess.Popen):
     """Kill iree-compile and anything it started (it runs in its own session)."""
+    import signal
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (OSError, AttributeError):
@@ -93,6 +92,7 @@ def _kill_group(proc: subprocess.Popen):
 
 def compile_mlir(mlir: str, flags: tuple[str, ...], *, what: str = "module", timeout_s: float | None = None) -> bytes:
     """Run iree-compile on ``mlir``; a failure or a hang becomes a CompileError with the text and command."""
+    import subprocess  # here: a process that finds its artifacts in the cache never loads it
     if timeout_s is None:
         timeout_s = compile_timeout()
     elif not timeout_s > 0:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -14,6 +13,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     The bytes are fsynced before the rename: after a crash the name points at complete data.
     """
     path = Path(path)
+    import tempfile  # here: a process that only reads the cache never loads it
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -11,7 +11,6 @@ import functools
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from .errors import QDQError
@@ -69,6 +68,7 @@ def _stat_key(p: str) -> tuple:
 def _tool_version(stat_key: tuple) -> tuple[str, str | None]:
     """(version, revision or None) as ``iree-compile --version`` prints them; cached per binary (path,
     size, mtime): a rebuild is asked again."""
+    import subprocess
     tool = stat_key[0]
     try:
         proc = subprocess.run([tool, "--version"], capture_output=True, timeout=60)
@@ -87,8 +87,32 @@ def _compiler_release() -> tuple[str, str | None]:
     """(version, revision or None) of the compiler in use."""
     if iree_tools_dir() is not None:
         return _tool_version(_stat_key(iree_tool("iree-compile")))
-    from iree.compiler import version
+    version = _package_module("version")
     return version.VERSION, (getattr(version, "REVISIONS", None) or {}).get("IREE")
+
+
+def _compiler_package_dir() -> Path:
+    """The directory of the iree.compiler package, found without importing it (its __init__ loads the MLIR
+    libraries: 37 ms of a fresh process's first call, for a version string and a path)."""
+    import importlib.util
+    spec = importlib.util.find_spec("iree.compiler")
+    if spec is None or not spec.submodule_search_locations:
+        raise QDQError("the IREE compiler is not installed (pip install iree-base-compiler), and "
+                       f"{IREE_TOOLS_ENV} names no build", arg=IREE_TOOLS_ENV)
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _package_module(name: str):
+    """iree.compiler.<name> (a plain Python file of the package), loaded on its own."""
+    import importlib.util
+    import sys
+    full = f"iree.compiler.{name}"
+    if full in sys.modules:
+        return sys.modules[full]
+    spec = importlib.util.spec_from_file_location(f"_qdq_iree_compiler_{name}", _compiler_package_dir() / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def compiler_version() -> str:
@@ -212,5 +236,8 @@ def iree_compile_path() -> str:
     """iree-compile: from QDQ_IREE_TOOLS when set (a QDQError if missing there), else the package's."""
     if iree_tools_dir() is not None:
         return iree_tool("iree-compile")
+    exe = _compiler_package_dir() / "_mlir_libs" / "iree-compile"
+    if exe.is_file():  # where the package keeps it; find_tool (which imports iree.compiler) otherwise
+        return str(exe)
     from iree.compiler.tools.binaries import find_tool
     return find_tool("iree-compile")
