@@ -10,6 +10,8 @@ import weakref
 import numpy as np
 
 DEFAULT_IMPORT_ALIGNMENT = 64  # IREE's binding alignment contract
+# Results of at least this many bytes are returned as views of the device buffer, smaller ones copied.
+ZERO_COPY_MIN_BYTES = 1 << 16
 
 
 class _Keep:
@@ -110,3 +112,58 @@ class Constant:
 
     def __repr__(self):
         return f"Constant({self.array!r})"
+
+
+# -- results read back -------------------------------------------------------------------------------
+
+def _result(bv, spans: list, keep: list, want: np.ndarray | None) -> np.ndarray:
+    """One result as NumPy: a view that holds the buffer alive, or a copy (small, overlapping an input
+    or an earlier result, or into ``want``). ``spans``: address ranges taken so far (filled lazily from
+    the bound input arrays ``keep``)."""
+    shape = tuple(bv.shape)
+    dtype = _dtype_of(bv.element_type)
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * dtype.itemsize
+    if nbytes == 0:
+        return _fill(want, np.empty(shape, dtype))
+    mapping = bv.map()
+    host = np.frombuffer(mapping, dtype, count=n).reshape(shape)  # read-only; alive as long as `mapping`
+    if want is not None:
+        return _fill(want, host)
+    if nbytes < ZERO_COPY_MIN_BYTES:
+        return host.copy()
+    if not spans:
+        for a in keep:
+            p = a.__array_interface__["data"][0]
+            spans.append((p, p + a.nbytes))
+    ptr = host.__array_interface__["data"][0]
+    end = ptr + nbytes
+    overlaps = any(s < end and ptr < e for s, e in spans)
+    spans.append((ptr, end))
+    if overlaps:
+        return host.copy()
+    return _view_of(ptr, shape, dtype, (mapping, bv))
+
+
+def _fill(want, res):
+    if want is None:
+        return res
+    if want.shape != res.shape or want.dtype != res.dtype:
+        raise ValueError(f"out has shape {want.shape} and dtype {want.dtype}; the result is {res.shape} {res.dtype}")
+    np.copyto(want, res)
+    return want
+
+
+def _copy_into(results, outs):
+    if outs is None:
+        return results
+    return [_fill(outs[i] if i < len(outs) else None, r) for i, r in enumerate(results)]
+
+
+def _check_out(o, alignment: int, what: str):
+    if not isinstance(o, np.ndarray) or not o.flags.c_contiguous or not o.flags.writeable:
+        raise ValueError(f"{what} must be a writable C-contiguous NumPy array")
+    if o.__array_interface__["data"][0] % alignment:
+        raise ValueError(f"{what} must be aligned to {alignment} bytes (runtime.empty_aligned makes one)")

@@ -39,10 +39,14 @@ def make_raw_op(spec: R.OpSpec, run: Callable[[Call, dict], Any], extra: dict[st
     """A keyword-only function named like the TF raw op: validate, then ``run(call, extra_kwargs)``."""
     extra = {**dict(extra or {}), "semantics": DEFAULT_SEMANTICS}
 
+    name = spec.name
+    packer = result_type(name)
+
     def raw_op(**kwargs):
         ex = {k: kwargs.pop(k, v) for k, v in extra.items()}
-        call = bind(spec.name, kwargs, semantics=ex.pop("semantics"))
-        return pack(spec.name, run(call, ex))
+        call = bind(name, kwargs, semantics=ex.pop("semantics"))
+        out = run(call, ex)
+        return out[0] if packer is None else packer(*out)
 
     raw_op.__name__ = raw_op.__qualname__ = spec.name
     xparams = tuple(inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in extra.items())

@@ -6,8 +6,13 @@ from .opfuncs import make_raw_op as _make
 
 
 def _run(call, extra):
-    from .execute import run
-    return run(call, extra["target"])
+    global _execute_run
+    if _execute_run is None:  # imported on the first call: importing raw_ops loads no compiler machinery
+        from .execute import run as _execute_run
+    return _execute_run(call, extra["target"])
+
+
+_execute_run = None
 
 
 for _spec in _R.OPS.values():

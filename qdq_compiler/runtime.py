@@ -49,8 +49,9 @@ from typing import Sequence
 import numpy as np
 
 from . import device_sessions
-from .host_memory import (DEFAULT_IMPORT_ALIGNMENT, Constant, _aligned_empty, _as_host_array, _constants,
-                          _dtype_of, _element_type, _view_of)
+from .host_memory import (_ETYPES, DEFAULT_IMPORT_ALIGNMENT, ZERO_COPY_MIN_BYTES, Constant, _aligned_empty,
+                          _as_host_array, _check_out, _constants, _copy_into, _dtype_of, _element_type, _result,
+                          _view_of)
 from .host_memory import _Keep, empty_aligned  # noqa: F401  (re-exported: runtime.empty_aligned is public)
 
 CPU_DRIVERS = ("local-sync", "local-task")
@@ -63,8 +64,6 @@ CPU_DRIVERS = ("local-sync", "local-task")
 # against 0 on local-sync. Measured on the 2-core VM: see benchmarks/README.md.
 TASK_THRESHOLD_BYTES = 1 << 20
 TASK_MAX_BYTES = 32 << 20
-# Results of at least this many bytes are returned as views of the device buffer, smaller ones copied.
-ZERO_COPY_MIN_BYTES = 1 << 16
 # Upper bound of the memory each CPU device's caching allocator keeps (outstanding + free buffers).
 POOL_BYTES = 1 << 30
 
@@ -222,6 +221,57 @@ class LoadedFunction:
                 total += getattr(a, "nbytes", 0)
         return "local-task" if limit <= total < task_max_bytes() else self.driver
 
+    def call_small(self, arrays: Sequence[np.ndarray], constants: Sequence[Constant]) -> list[np.ndarray] | None:
+        """``self(arrays + constants)`` for a small call, or None where it does not apply (the caller then
+        takes ``__call__``). Small: a CPU driver, no caller storage, every array a C-contiguous, writable,
+        native, 16-byte aligned ndarray under ZERO_COPY_MIN_BYTES and, on local-sync, the inputs under the
+        task threshold. The per-call work is what each call needs: import the arrays, push the constants'
+        references, invoke, copy the results out (under ZERO_COPY_MIN_BYTES they are always copied)."""
+        if not self.cpu or self.storage_args:
+            return None
+        total = 0
+        align = self.import_alignment
+        for a in arrays:
+            if type(a) is not np.ndarray:
+                return None
+            fl = a.flags
+            if not (fl.c_contiguous and fl.writeable and fl.aligned) or a.dtype.kind == "b" or not a.dtype.isnative:
+                return None
+            if fl.owndata:
+                if align > 16 and a.__array_interface__["data"][0] % align:
+                    return None
+            else:  # a reshape of a whole array that owns its data starts where it starts; else look
+                b = a.base
+                if not (type(b) is np.ndarray and b.flags.owndata and b.nbytes == a.nbytes and align <= 16) \
+                        and a.__array_interface__["data"][0] % align:
+                    return None
+            total += a.nbytes
+        if total >= ZERO_COPY_MIN_BYTES or (self.driver == "local-sync" and 0 < task_threshold() <= total):
+            return None
+        v = self._variants.get(self.driver) or self._variant(self.driver)
+        import iree.runtime as rt
+        lst = rt.VmVariantList(len(arrays) + len(constants))
+        import_host = v.allocator.import_host_allocation
+        for a in arrays:
+            buf = import_host(a, memory_type=_MT, allowed_usage=_USAGE)
+            lst.push_ref(_BV(buf, a.shape, _ETYPES.get(a.dtype.str) or _element_type(a.dtype)).ref)
+        for c in constants:
+            lst.push_ref(c.ref(v))
+        rets = rt.VmVariantList(self.n_results)
+        v.invoke(v.vm_function, lst, rets)
+        out = []
+        for i in range(len(rets)):
+            bv = rets.get_as_object(i, _BV)
+            shape = tuple(bv.shape)
+            count = 1
+            for d in shape:
+                count *= d
+            dtype = _dtype_of(bv.element_type)
+            out.append(np.frombuffer(bv.map(), dtype, count=count).reshape(shape).copy() if count
+                       else np.empty(shape, dtype))
+        del arrays
+        return out
+
     def __call__(self, args: Sequence, outs: Sequence[np.ndarray | None] | None = None,
                  driver: str | None = None) -> list[np.ndarray]:
         if not self.cpu:
@@ -317,59 +367,6 @@ class LoadedFunction:
             _check_out(o, align, f"outs[{i}]")
             arg_list.push_ref(import_host(o, memory_type=_MT, allowed_usage=_USAGE).ref)
         return arg_list, keep, None
-
-
-def _result(bv, spans: list, keep: list, want: np.ndarray | None) -> np.ndarray:
-    """One result as NumPy: a view that holds the buffer alive, or a copy (small, overlapping an input
-    or an earlier result, or into ``want``). ``spans``: address ranges taken so far (filled lazily from
-    the bound input arrays ``keep``)."""
-    shape = tuple(bv.shape)
-    dtype = _dtype_of(bv.element_type)
-    n = 1
-    for d in shape:
-        n *= d
-    nbytes = n * dtype.itemsize
-    if nbytes == 0:
-        return _fill(want, np.empty(shape, dtype))
-    mapping = bv.map()
-    host = np.frombuffer(mapping, dtype, count=n).reshape(shape)  # read-only; alive as long as `mapping`
-    if want is not None:
-        return _fill(want, host)
-    if nbytes < ZERO_COPY_MIN_BYTES:
-        return host.copy()
-    if not spans:
-        for a in keep:
-            p = a.__array_interface__["data"][0]
-            spans.append((p, p + a.nbytes))
-    ptr = host.__array_interface__["data"][0]
-    end = ptr + nbytes
-    overlaps = any(s < end and ptr < e for s, e in spans)
-    spans.append((ptr, end))
-    if overlaps:
-        return host.copy()
-    return _view_of(ptr, shape, dtype, (mapping, bv))
-
-
-def _fill(want, res):
-    if want is None:
-        return res
-    if want.shape != res.shape or want.dtype != res.dtype:
-        raise ValueError(f"out has shape {want.shape} and dtype {want.dtype}; the result is {res.shape} {res.dtype}")
-    np.copyto(want, res)
-    return want
-
-
-def _copy_into(results, outs):
-    if outs is None:
-        return results
-    return [_fill(outs[i] if i < len(outs) else None, r) for i, r in enumerate(results)]
-
-
-def _check_out(o, alignment: int, what: str):
-    if not isinstance(o, np.ndarray) or not o.flags.c_contiguous or not o.flags.writeable:
-        raise ValueError(f"{what} must be a writable C-contiguous NumPy array")
-    if o.__array_interface__["data"][0] % alignment:
-        raise ValueError(f"{what} must be aligned to {alignment} bytes (runtime.empty_aligned makes one)")
 
 
 _DECL_STORAGE = re.compile(r"%input\d+: !hal\.buffer \{iree\.abi\.output = (\d+) : index\}")

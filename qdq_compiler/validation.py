@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
@@ -39,7 +40,7 @@ class Call:
     def op(self) -> str:
         return self.spec.name
 
-    @property
+    @cached_property
     def data(self) -> np.ndarray:
         return self.arrays[self.spec.data_input]
 
@@ -173,14 +174,13 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
     c = Checker(spec.name)
     kwargs = dict(kwargs)
     kwargs.pop("name", None)  # TF's op name argument: accepted and ignored
-    known = set(spec.input_names) | set(spec.attr_map)
-    unknown = sorted(set(kwargs) - known)
-    if unknown:
+    if not spec.argument_names.issuperset(kwargs):
+        unknown = sorted(set(kwargs) - spec.argument_names)
         c.fail(f"unknown argument {unknown[0]!r}; arguments are: {', '.join(spec.input_names + tuple(spec.attr_map))}",
                unknown[0])
-    missing = [n for n in spec.input_names if n not in kwargs]
-    if missing:
-        c.fail(f"missing required input {missing[0]!r} (inputs: {', '.join(spec.input_names)})", missing[0])
+    for n in spec.input_names:
+        if n not in kwargs:
+            c.fail(f"missing required input {n!r} (inputs: {', '.join(spec.input_names)})", n)
 
     memo_key = _attrs_key(spec, kwargs, semantics)
     attrs = _ATTRS_SEEN.get(memo_key) if memo_key is not None else None

@@ -78,3 +78,32 @@ def test_rss_flat_over_failing_calls():
     gc.collect()
     growth = rss_mb() - before
     assert growth < MAX_GROWTH_MB, f"RSS grew by {growth:.1f} MB over 3000 rejected calls"
+
+
+def test_small_calls_take_the_short_path_only_where_it_is_exact():
+    """runtime.LoadedFunction.call_small binds only plain arrays (C-contiguous, writable, native, aligned,
+    small); anything else declines (None) and the general path copies it. Both give the oracle's bits."""
+    from qdq_compiler import execute
+    from qdq_compiler.validation import bind
+    base = np.linspace(-2, 2, 33, dtype=np.float32)
+    base[5] = np.nan
+    readonly = base[:16].copy()
+    readonly.setflags(write=False)
+    cases = {"plain": (base[:16].copy(), True), "reshaped view": (base[:16].copy().reshape(4, 4), True),
+             "offset view": (base[1:17], False), "read-only": (readonly, False),
+             "strided": (base[::2][:16], True),  # bind makes it contiguous: a fresh array
+             "big-endian": (base[:16].astype(">f4"), True)}  # bind makes it native
+    for what, (x, short) in cases.items():
+        kw = dict(inputs=x, min=-1.0, max=1.5)
+        call = bind("FakeQuantWithMinMaxArgs", kw)
+        fn, args, _ = execute.prepare(call, "cpu")
+        got = fn.call_small(args[:1], args[1:])
+        assert (got is not None) == short, what
+        want = oracle.FakeQuantWithMinMaxArgs(**kw)
+        assert bit_equal(q.raw_ops.FakeQuantWithMinMaxArgs(**kw), want), what
+        if got is not None:
+            assert bit_equal(got[0].reshape(want.shape), want), what
+    big = np.zeros(1 << 15, np.float32)  # 128 KiB: results are views of device memory, never the short path
+    call = bind("FakeQuantWithMinMaxArgs", dict(inputs=big, min=-1.0, max=1.0))
+    fn, args, _ = execute.prepare(call, "cpu")
+    assert fn.call_small(args[:1], args[1:]) is None

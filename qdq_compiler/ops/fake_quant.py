@@ -125,9 +125,16 @@ def check(c, spec, arrays, attrs, semantics="tf-cpu"):
     _warn_suspect_range(c, mn, mx)
 
 
+_F32_TINY = float(np.finfo(np.float32).tiny)
+
+
 def _warn_suspect_range(c, mn, mx):
     """TF takes any min/max here, but two answers are almost certainly mistakes (README, behaviour notes):
     min > max quantizes every input to one constant; min == max != 0 divides by a zero scale (NaN)."""
+    if mn.ndim == 0 and mx.ndim == 0:  # the common per-tensor case, in plain floats (NumPy's 0-d ufuncs: ~6 us)
+        lo, hi = float(mn), float(mx)
+        if not (lo > hi or (lo == hi and abs(lo) >= _F32_TINY)):
+            return
     with np.errstate(invalid="ignore"):
         reversed_ = np.greater(mn, mx)
         zero_width = np.equal(mn, mx) & (np.abs(mn) >= np.finfo(np.float32).tiny)  # not 0 (TF's zeros), not flushed

@@ -7,6 +7,7 @@ a tensor, ...) live in ``variant``, a record defined and read only by the family
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -56,18 +57,24 @@ class OpSpec:
     gradient_of: str | None = None
     tf_wrappers: tuple[str, ...] = field(default=())
 
-    @property
+    # Cached (read on every call): a spec never changes.
+    @cached_property
     def attr_map(self) -> dict[str, Attr]:
         return {a.name: a for a in self.attrs}
 
-    @property
+    @cached_property
     def input_names(self) -> tuple[str, ...]:
         return tuple(i.name for i in self.inputs)
 
     def input(self, role: str) -> Input | None:
         return next((i for i in self.inputs if i.role == role), None)
 
-    @property
+    @cached_property
+    def argument_names(self) -> frozenset[str]:
+        """Every keyword the op takes: its inputs and attributes."""
+        return frozenset(self.input_names) | frozenset(self.attr_map)
+
+    @cached_property
     def data_input(self) -> str:
         """The name of the data tensor (the one whose shape and dtype the outputs follow)."""
         return self.input("data").name
