@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, ops, semantics, targets
-from .config import OpConfig
+from .config import LONG_ROWS, OpConfig
 from .errors import TemplateError
 from .numerics import bits
 
@@ -103,6 +103,7 @@ class RenderContext:
         self.params = [Param(n, t, v, cfg.params == "baked") for n, t, v in pv]
         self.np = np
         self.quirks = target.quirks
+        self.tuning = cfg.tuning
         # Loops are bounded on this target: reductions over static dims run in two bounded stages.
         self.loop_limited = target.limits.max_loop_iterations is not None
         self.np_dtype = self.compute.np
@@ -112,13 +113,16 @@ class RenderContext:
         """The hand-written reduction form on a target with quirk single_chain_reductions (macros
         reduce_range, masked_sums): "flat" ([n] to a scalar, many accumulator lanes), "columns" ([rows, C]
         to [C], a row of C accumulators walked down the rows: IREE's own form walks each channel's
-        column alone, strided, 4-9x slower); None keeps the StableHLO reduction."""
+        column alone, strided, 4-9x slower), "rows" ([outer, C, inner] with long inner rows to [C], each
+        channel's rows reduced with many accumulator lanes); None keeps the StableHLO reduction."""
         if not self.quirks.single_chain_reductions:
             return None
         if self.rank == 1 and self.axis is None:
             return "flat"
         if self.rank == 2 and self.axis == 1:
             return "columns"
+        if self.rank == 3 and self.axis == 1 and self.tuning == LONG_ROWS:
+            return "rows"
         return None
 
     @property

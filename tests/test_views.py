@@ -73,13 +73,33 @@ def test_every_view_gives_the_oracles_bits(target):
         flat = x.reshape(-1)
         flat[::17], flat[3::19], flat[5::23], flat[7::29] = np.nan, -0.0, np.inf, 0.5
         lo, hi = _ranges(rng, shape[axis], np.float32)
-        for range_given in (True, False):
-            kw = dict(input=x, input_min=lo, input_max=hi, range_given=range_given, axis=axis)
+        # NaN or inf in a channel makes its range from the data give NaN: a second input keeps them in channel 0
+        # only, so that the other channels' minima and maxima are compared too.
+        clean = np.where(np.isfinite(x), x, np.float32(0.25))
+        first = [slice(None)] * x.ndim
+        first[axis] = 0
+        clean[tuple(first)] = x[tuple(first)]
+        for data, range_given in ((x, True), (x, False), (clean, False)):
+            kw = dict(input=data, input_min=lo, input_max=hi, range_given=range_given, axis=axis)
             got = q.raw_ops.QuantizeAndDequantizeV4(**kw, target=target)
-            assert bit_equal(got, q.oracle.raw_ops.QuantizeAndDequantizeV4(**kw)), (shape, axis, range_given)
+            want = q.oracle.raw_ops.QuantizeAndDequantizeV4(**kw)
+            assert bit_equal(got, want), (shape, axis, range_given)
+        assert not np.isnan(want).all()
     x = (rng.standard_normal((40, 6)) * 1.5).astype(np.float32)
     x.reshape(-1)[::11] = np.nan
     lo, hi = _ranges(rng, 6, np.float32)
     kw = dict(inputs=x, min=lo, max=hi)
     assert bit_equal(q.raw_ops.FakeQuantWithMinMaxVarsPerChannel(**kw, target=target),
                      q.oracle.raw_ops.FakeQuantWithMinMaxVarsPerChannel(**kw))
+
+
+def test_long_rows_reduce_each_channel_with_many_lanes_on_cpu():
+    """The tuned per-axis program reduces its range as one linalg.generic per channel row block (macro
+    lane_head "rows", 32 lanes); the untuned one keeps StableHLO's reductions, as vmvx does."""
+    from qdq_compiler import emit
+    tuned = emit.render(OpConfig.make("QuantizeAndDequantizeV4", {"axis": 1}, shape="?x?x?", target="cpu",
+                                      tuning=LONG_ROWS))
+    assert 'iterator_types = ["parallel", "reduction", "reduction"]' in tuned
+    assert "vector_reduction = [0, 1, 32]" in tuned and "stablehlo.reduce(" not in tuned
+    plain = emit.render(OpConfig.make("QuantizeAndDequantizeV4", {"axis": 1}, shape="?x?x?", target="cpu"))
+    assert "linalg.generic" not in plain and plain.count("stablehlo.reduce(") == 2
