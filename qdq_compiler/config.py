@@ -166,10 +166,15 @@ def canonical_dims(layout: str, shape: tuple[int, ...], axis: int | None) -> tup
 
 
 LONG_ROWS = "long-rows"  # the tuning of per-axis programs whose inner rows are long (Target.tunings)
+# The tuning of per-tensor programs that reduce a long tensor: it runs as [n / SPLIT_WIDTH, SPLIT_WIDTH]
+# (rows of SPLIT_WIDTH, a size the template relies on), so that its reductions spread over the cores.
+SPLIT_ROWS = "split-rows"
+SPLIT_WIDTH = 1024
+SPLIT_MIN = 1 << 16
 
 
 def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None,
-                   rank2: bool = True) -> tuple[tuple[int, ...], dict, str]:
+                   rank2: bool = True, split: bool = False) -> tuple[tuple[int, ...], dict, str]:
     """(dims, the structural attrs they fix, the tuning they ask for) of the view the Python path runs
     data of ``shape`` in. AXIS data whose channels are its last dimension (inner == 1) runs as [outer, C]
     with axis 1: IREE vectorises the innermost dimension, and one of size 1 leaves it a scalar loop
@@ -177,6 +182,8 @@ def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None,
     multiple of 16, or 128 and more) asks for LONG_ROWS, which targets may tune for. ``rank2`` False
     keeps channels-last data [outer, C, 1] (a target that cannot compile the rank-2 program's reductions)."""
     dims = canonical_dims(layout, shape, axis)
+    if split and len(dims) == 1 and dims[0] >= SPLIT_MIN and dims[0] % SPLIT_WIDTH == 0:
+        return (dims[0] // SPLIT_WIDTH, SPLIT_WIDTH), LAYOUT_ATTRS[ops.FLAT], SPLIT_ROWS
     if layout == ops.AXIS and axis is not None:
         if dims[2] == 1 and rank2:
             return dims[:2], {"axis": 1}, ""

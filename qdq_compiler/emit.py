@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, ops, semantics, targets
-from .config import LONG_ROWS, OpConfig
+from .config import LONG_ROWS, SPLIT_ROWS, OpConfig
 from .errors import TemplateError
 from .numerics import bits
 
@@ -114,7 +114,9 @@ class RenderContext:
         reduce_range, masked_sums): "flat" ([n] to a scalar, many accumulator lanes), "columns" ([rows, C]
         to [C], a row of C accumulators walked down the rows: IREE's own form walks each channel's
         column alone, strided, 4-9x slower), "rows" ([outer, C, inner] with long inner rows to [C], each
-        channel's rows reduced with many accumulator lanes); None keeps the StableHLO reduction."""
+        channel's rows reduced with many accumulator lanes), "split" (a long flat tensor as [rows, 1024],
+        tuning split-rows: its rows reduced over both cores, then the partials); None keeps the StableHLO
+        reduction."""
         if not self.quirks.single_chain_reductions:
             return None
         if self.rank == 1 and self.axis is None:
@@ -123,6 +125,8 @@ class RenderContext:
             return "columns"
         if self.rank == 3 and self.axis == 1 and self.tuning == LONG_ROWS:
             return "rows"
+        if self.rank == 2 and self.axis is None and self.tuning == SPLIT_ROWS:
+            return "split"
         return None
 
     @property

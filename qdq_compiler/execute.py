@@ -14,7 +14,7 @@ import numpy as np
 
 from . import compile as _compile
 from . import dtypes, emit, ops, runtime, targets
-from .config import LAYOUT_RANK, OpConfig, canonical_view, layout_of
+from .config import LAYOUT_RANK, SPLIT_ROWS, OpConfig, canonical_view, layout_of
 from .errors import QDQError
 from .oracle import compute
 from .validation import Call
@@ -82,8 +82,11 @@ def _shape_plan(call: Call, target: str):
     ``call`` on ``target`` (config.canonical_view)."""
     axis = call.per_channel_axis()
     layout = layout_of(call.spec, call.attrs) if axis is not None else ops.FLAT
-    rank2 = targets.get(target).limits.outer_reductions or not call.spec.family.reduces(call.spec, call.attrs)
-    dims, attrs, tuning = canonical_view(layout, call.data.shape, axis, rank2)
+    t = targets.get(target)
+    reduces = call.spec.family.reduces(call.spec, call.attrs)
+    rank2 = t.limits.outer_reductions or not reduces
+    split = reduces and t.has_tuning(SPLIT_ROWS)
+    dims, attrs, tuning = canonical_view(layout, call.data.shape, axis, rank2, split)
     return "x".join(["?"] * len(dims)), attrs, dims, tuning
 
 

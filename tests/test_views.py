@@ -103,3 +103,46 @@ def test_long_rows_reduce_each_channel_with_many_lanes_on_cpu():
     assert "vector_reduction = [0, 1, 32]" in tuned and "stablehlo.reduce(" not in tuned
     plain = emit.render(OpConfig.make("QuantizeAndDequantizeV4", {"axis": 1}, shape="?x?x?", target="cpu"))
     assert "linalg.generic" not in plain and plain.count("stablehlo.reduce(") == 2
+
+
+def test_long_flat_tensors_that_reduce_split_into_rows_on_cpu_only():
+    """A per-tensor op that reduces runs a long tensor (a multiple of 1024, 2^16 and more) as [n / 1024,
+    1024] with tuning split-rows on cpu: its reductions spread over the cores (macro split_view). Other
+    sizes, element-wise ops and other targets keep the flat view."""
+    from qdq_compiler import emit
+    from qdq_compiler.config import SPLIT_ROWS
+    n = 1 << 16
+    assert canonical_view("flat", (64, 1024), None, split=True) == ((64, 1024), {}, SPLIT_ROWS)
+    assert canonical_view("flat", (n + 1024,), None, split=True)[0] == ((n + 1024) // 1024, 1024)
+    for shape in ((n + 8,), (n // 2,)):
+        assert canonical_view("flat", shape, None, split=True) == ((shape[0],), {}, "")
+    assert canonical_view("flat", (n,), None) == ((n,), {}, "")
+    x = np.linspace(-3, 5, n, dtype=np.float32)
+    v2 = bind("QuantizeAndDequantizeV2", dict(input=x, input_min=np.float32(0), input_max=np.float32(0)))
+    args = bind("FakeQuantWithMinMaxArgs", dict(inputs=x))
+    assert execute.config_for_call(v2, "cpu").tuning == SPLIT_ROWS
+    assert execute.config_for_call(v2, "vmvx").shape == (None,)
+    assert execute.config_for_call(args, "cpu").shape == (None,)          # nothing to reduce
+    text = emit.render(execute.config_for_call(v2, "cpu"))
+    assert "tensor.expand_shape" in text and 'iterator_types = ["parallel", "parallel", "reduction"]' in text
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_split_rows_give_the_oracles_bits(target):
+    require(target)
+    rng = np.random.default_rng(11)
+    n = 1 << 16
+    x = (rng.standard_normal(n) * 2).astype(np.float32)
+    x[::977] = -0.0
+    g = np.round(rng.standard_normal(n) * 8).astype(np.float32)  # integer gradients: every order sums exactly
+    for data in (x, np.where(np.arange(n) == 4099, np.float32(np.nan), x)):
+        for half_up in (False, True):
+            kw = dict(input=data, input_min=np.float32(0), input_max=np.float32(0),
+                      round_mode="HALF_UP" if half_up else "HALF_TO_EVEN")
+            assert bit_equal(q.raw_ops.QuantizeAndDequantizeV4(**kw, target=target),
+                             q.oracle.raw_ops.QuantizeAndDequantizeV4(**kw)), (half_up, np.isnan(data).any())
+        kw = dict(gradients=g, inputs=data, min=np.float32(-1.25), max=np.float32(1.5))
+        got = q.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw, target=target)
+        want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw)
+        assert all(bit_equal(a, b) for a, b in zip(got, want))
+        assert want[1] != 0 and want[2] != 0

@@ -210,7 +210,8 @@ _LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True, single_chain_reductions=True)
 # 64-byte vectors (four SSE registers) read long rows (about 1.1x). Short or odd rows get worse (2-7x), so
 # the runtime asks for it by shape (config.canonical_view).
 _LLVM_CPU_TUNINGS = (("long-rows", ("--iree-llvmcpu-distribution-size=16384",
-                                    "--iree-llvmcpu-target-vector-width-in-bytes=64")),)
+                                    "--iree-llvmcpu-target-vector-width-in-bytes=64")),
+                     ("split-rows", ()))  # no flags: the template reduces [rows, 1024] in two passes
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
