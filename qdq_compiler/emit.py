@@ -130,6 +130,12 @@ class RenderContext:
         return None
 
     @property
+    def fuses_masked_gradient(self) -> bool:
+        """Macro masked_sums writes the masked gradient in its own pass over g and x ("flat" lane form):
+        the template writes no masked pass of its own."""
+        return self.lane_reduction == "flat"
+
+    @property
     def abs_mask(self) -> int:
         """Every bit but the sign in the compute type (the magnitude of a float's bit pattern)."""
         return (1 << (self.compute.bits - 1)) - 1

@@ -107,8 +107,9 @@ def test_long_rows_reduce_each_channel_with_many_lanes_on_cpu():
 
 def test_long_flat_tensors_that_reduce_split_into_rows_on_cpu_only():
     """A per-tensor op that reduces runs a long tensor (a multiple of 1024, 2^16 and more) as [n / 1024,
-    1024] with tuning split-rows on cpu: its reductions spread over the cores (macro split_view). Other
-    sizes, element-wise ops and other targets keep the flat view."""
+    1024] with tuning split-rows on cpu (macro split_view). Other sizes, element-wise ops, families that
+    opt out (FakeQuant gradients: their flat pass also writes the masked gradient) and other targets keep
+    the flat view."""
     from qdq_compiler import emit
     from qdq_compiler.config import SPLIT_ROWS
     n = 1 << 16
@@ -123,12 +124,15 @@ def test_long_flat_tensors_that_reduce_split_into_rows_on_cpu_only():
     assert execute.config_for_call(v2, "cpu").tuning == SPLIT_ROWS
     assert execute.config_for_call(v2, "vmvx").shape == (None,)
     assert execute.config_for_call(args, "cpu").shape == (None,)          # nothing to reduce
+    grad = bind("FakeQuantWithMinMaxVarsGradient", dict(gradients=x, inputs=x, min=np.float32(-1), max=np.float32(1)))
+    assert execute.config_for_call(grad, "cpu").shape == (None,)  # its flat pass fuses the masked gradient
     text = emit.render(execute.config_for_call(v2, "cpu"))
     assert "tensor.expand_shape" in text and 'iterator_types = ["parallel", "parallel", "reduction"]' in text
 
 
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_split_rows_give_the_oracles_bits(target):
+    """QDQ over the split view and VarsGradient's fused flat pass on 2^16 elements, with NaN and -0."""
     require(target)
     rng = np.random.default_rng(11)
     n = 1 << 16

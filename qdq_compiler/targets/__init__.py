@@ -209,9 +209,10 @@ _LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True, single_chain_reductions=True)
 # workgroup reads 64 short rows at a large stride (2-5x a copy); 16384-element distribution tiles and
 # 64-byte vectors (four SSE registers) read long rows (about 1.1x). Short or odd rows get worse (2-7x), so
 # the runtime asks for it by shape (config.canonical_view).
-_LLVM_CPU_TUNINGS = (("long-rows", ("--iree-llvmcpu-distribution-size=16384",
-                                    "--iree-llvmcpu-target-vector-width-in-bytes=64")),
-                     ("split-rows", ()))  # no flags: the template reduces [rows, 1024] in two passes
+# IREE tiles a dynamic 2-D or 3-D element-wise pass [64, 64, ...]: 64 short strided row pieces per
+# workgroup; long rows want whole rows per tile (split-rows' template also reduces its rows in two passes).
+_LONG_ROW_FLAGS = ("--iree-llvmcpu-distribution-size=16384", "--iree-llvmcpu-target-vector-width-in-bytes=64")
+_LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FLAGS))
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
