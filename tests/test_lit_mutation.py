@@ -91,7 +91,7 @@ MUTATIONS = [
              r"%bias = stablehlo\.add %lsb, %i32_0xFFF", "%bias = stablehlo.add %i32_1, %i32_0xFFF", 1,
              ("emit/narrow_types.test", "e2e/cpu/float16.test"),
              (["FakeQuantWithMinMaxVars", "--dtype", "f16"], "%bias = stablehlo.add %i32_1, %i32_0xFFF")),
-    Mutation("swap_reduce_min_max", "macros.mlir.j2",
+    Mutation("swap_reduce_min_max", "reductions.mlir.j2",
              r'"(minimum|maximum)"', lambda m: '"maximum"' if m.group(1) == "minimum" else '"minimum"', 4,
              ("emit/qdq_data_range.test", "emit/target_vulkan.test",
               "e2e/cpu/QuantizeAndDequantizeV4.test", "e2e/vmvx/QuantizeAndDequantizeV2.test"),
@@ -99,12 +99,12 @@ MUTATIONS = [
               "%lo = stablehlo.reduce(%x_in init: %lo_init) applies stablehlo.maximum")),
     # llvm-cpu's ranges as lane reductions (quirk single_chain_reductions; the flat, column, row and split
     # forms): min and max swapped.
-    Mutation("cpu_fused_min_max_swapped", "macros.mlir.j2",
+    Mutation("cpu_fused_min_max_swapped", "reductions.mlir.j2",
              r"arith\.(minimumf|maximumf)", lambda m: "arith.maximumf" if m.group(1) == "minimumf" else "arith.minimumf",
              6, ("emit/qdq_data_range.test", "emit/qdq_v1.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2"], "%lo_m = arith.maximumf %lo_acc, %lo_in")),
     # llvm-cpu's gradient sums in one linalg.generic: "below" counted with x <= nudged_min instead of <.
-    Mutation("cpu_sum_below_not_strict", "macros.mlir.j2",
+    Mutation("cpu_sum_below_not_strict", "reductions.mlir.j2",
              r"arith\.cmpf olt, \{\{ out_below \}\}_x", "arith.cmpf ole, {{ out_below }}_x", 1,
              ("emit/fake_quant_grad.test", "e2e/cpu/FakeQuantWithMinMaxVarsGradient.test"),
              (["FakeQuantWithMinMaxVarsGradient"], "arith.cmpf ole, %below_sum_raw_x, %below_sum_raw_lo")),

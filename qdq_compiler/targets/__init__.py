@@ -9,7 +9,7 @@ vector width costs nothing on a memory-bound op. ``cpu-host`` tunes for this mac
 is documented as not bit-exact wherever contraction applies.
 
 What differs between targets is data here, never a branch elsewhere: typed ``Quirks`` (each one has
-exactly one workaround macro in templates/macros.mlir.j2, which the template reads as
+exactly one workaround macro in templates/macros.mlir.j2 or reductions.mlir.j2, which the template reads as
 ``k.quirks.<name>``; a misspelt name is an error, at import or at render time) and typed ``Limits``.
 "oracle" (the NumPy reference) is not a compile target: ``get(name, reference_ok=True)`` is the one
 place that lets it through, as ``REFERENCE``.
@@ -35,9 +35,9 @@ class Quirks:
     roundeven_drops_zero_sign: bool = False  # roundeven(-0.5) is +0 (macro round_half_even)
     roundeven_is_slow: bool = False          # roundeven lowers to ~60 integer ops per vector (llvm-cpu on
     #   x86-64-v2): macro round_half_even adds and subtracts 2^p instead (exact; QDQ 4.6x -> 1.2x a copy)
-    single_chain_reductions: bool = False    # a 1-D reduction runs one 4-lane accumulator chain (llvm-cpu;
-    #   a data range took 3.3x a copy): macro reduce_range writes the per-tensor min/max as one
-    #   linalg.generic with 32 accumulator lanes (IREE's compilation_info)
+    single_chain_reductions: bool = False    # a 1-D reduction runs one 4-lane accumulator chain and a
+    #   column reduction walks each channel alone (llvm-cpu; a data range took 3.3x a copy, per-axis 8x):
+    #   reductions.mlir.j2 writes them as linalg.generic lane forms (IREE's compilation_info)
 
     def __post_init__(self):
         for f in fields(self):
