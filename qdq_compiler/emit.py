@@ -115,7 +115,7 @@ class RenderContext:
         to [C], a row of C accumulators walked down the rows: IREE's own form walks each channel's
         column alone, strided, 4-9x slower), "rows" ([outer, C, inner] with long inner rows to [C], each
         channel's rows reduced with many accumulator lanes), "split" (a long flat tensor as [rows, 1024],
-        tuning split-rows: its rows reduced over both cores, then the partials); None keeps the StableHLO
+        tuning split-rows: its rows spread over the workgroups, then the partials); None keeps the StableHLO
         reduction."""
         if not self.quirks.single_chain_reductions:
             return None

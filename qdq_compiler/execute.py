@@ -118,13 +118,14 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     (see runtime.py); the artifact, its parameters and the bound function are looked up once per
     (op, attributes, dtype, shape kind, target).
     """
+    hit = None
     if out is None and call.attrs_key is not None and type(target) is str:
-        # A small call like one seen before: its plan exists, so the target's checks passed for it.
         hit = _fast_plans.get(_fast_key(call, target, static))
-        if hit is not None:
-            results = hit[0].call_small(_plan_args(call, hit), hit[1])
-            if results is not None:
-                return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
+    if hit is not None:
+        # A call like one seen before: its plan exists, so the target's checks passed for it.
+        results = hit[0].call_small(_plan_args(call, hit), hit[1])
+        if results is not None:
+            return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
     t = targets.get(target, reference_ok=True)
     if t.is_reference:
         return _into_out(compute(call), out)
@@ -137,7 +138,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     fn, args, view = prepare(call, target, static)
     spec = call.spec
     x = call.data
-    if out is None:
+    if out is None and hit is None:  # (a plan seen before has tried the small path above)
         k = len(spec.inputs)
         results = fn.call_small(args[:k], args[k:])  # None unless a small call on a CPU driver
         if results is not None:

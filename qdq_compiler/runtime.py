@@ -269,7 +269,6 @@ class LoadedFunction:
             dtype = _dtype_of(bv.element_type)
             out.append(np.frombuffer(bv.map(), dtype, count=count).reshape(shape).copy() if count
                        else np.empty(shape, dtype))
-        del arrays
         return out
 
     def __call__(self, args: Sequence, outs: Sequence[np.ndarray | None] | None = None,
