@@ -64,14 +64,15 @@ def has_avx512() -> bool:
 
 
 def variant_function(call, extra: tuple[str, ...]):
-    """The LoadedFunction of ``call``'s artifact compiled with the cpu flags plus ``extra``, and its args."""
-    _, args, _ = execute.prepare(call, "cpu")
-    shape, override, view = execute._shape_plan(call)
-    cfg = execute._runtime_config(call, "cpu", shape, override)
+    """The LoadedFunction of ``call``'s artifact compiled with the cpu flags plus ``extra``, its args and a
+    callable giving the caller storage it writes its result into (None where it takes none)."""
+    _, args, view = execute.prepare(call, "cpu")
+    shape, override, _, tuning = execute._shape_plan(call, "cpu")
+    cfg = execute._runtime_config(call, "cpu", shape, override, tuning)
     art = execute.artifact_for(cfg, extra_flags=extra)
     t = targets.get("cpu")
     fn = runtime.load(t.driver, art.key, art.vmfb, cfg.op, import_alignment=runtime.import_alignment(t.backend, art.flags))
-    return fn, args
+    return fn, args, (lambda: execute.caller_storage(call, fn, view))
 
 
 def special_inputs(case: bench.Case, log2n: int) -> dict:
@@ -94,8 +95,8 @@ def exact(case, extra, log2n) -> bool:
     from qdq_compiler.oracle import compute
     kw = special_inputs(case, log2n)
     call = bind(case.op, kw)
-    fn, args = variant_function(call, extra)
-    got = fn(args)
+    fn, args, storage = variant_function(call, extra)
+    got = fn(args, storage())
     x = call.data
     got = [got[0].reshape(x.shape)] + [g.reshape(call.arrays[case.spec.input("min").name].shape) for g in got[1:]]
     return bench.check_exact(case, tuple(got), compute(call), kw)
@@ -108,11 +109,11 @@ def time_variants(case, variants: dict, log2n: int, repeat: int) -> dict:
     fns = {("copy", "-"): (lambda: [a.copy() for a in data])}
     driver = None
     for name, extra in variants.items():
-        fn, args = variant_function(call, extra)
-        go = fn.prepare(args)
+        fn, args, storage = variant_function(call, extra)
+        go = fn.prepare(args, storage())
         driver = go.driver
         fns[("kernel", name)] = go
-        fns[("api", name)] = (lambda fn=fn, args=args: fn(args))
+        fns[("api", name)] = (lambda fn=fn, args=args, storage=storage: fn(args, storage()))
     for f in fns.values():
         f()
     times = {k: [] for k in fns}

@@ -104,6 +104,9 @@ class RenderContext:
         self.np = np
         self.quirks = target.quirks
         self.tuning = cfg.tuning
+        # The data-shaped result is written into caller storage (Target.caller_storage; runtime params only:
+        # what ships in bundles and `qdqc compile` output by default keeps the plain signature)
+        self.result_storage = target.caller_storage and cfg.params == "runtime"
         # Loops are bounded on this target: reductions over static dims run in two bounded stages.
         self.loop_limited = target.limits.max_loop_iterations is not None
         self.np_dtype = self.compute.np
@@ -259,7 +262,10 @@ class RenderContext:
 
     @property
     def signature(self) -> str:
-        return ", ".join(f"%{n}: {t}" for n, t in self.arguments)
+        args = [f"%{n}: {t}" for n, t in self.arguments]
+        if self.result_storage:
+            args.append(f"%{self.spec.outputs[0]}_buffer: !hal.buffer {{iree.abi.output = 0 : index}}")
+        return ", ".join(args)
 
     @property
     def result_types(self) -> list[str]:

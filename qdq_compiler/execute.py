@@ -123,7 +123,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
         hit = _fast_plans.get(_fast_key(call, target, static))
     if hit is not None:
         # A call like one seen before: its plan exists, so the target's checks passed for it.
-        results = hit[0].call_small(_plan_args(call, hit), hit[1])
+        results = hit[0].call_small(_plan_args(call, hit), hit[1], _small_storage(call, hit[0], hit[2]))
         if results is not None:
             return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
     t = targets.get(target, reference_ok=True)
@@ -140,28 +140,67 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     x = call.data
     if out is None and hit is None:  # (a plan seen before has tried the small path above)
         k = len(spec.inputs)
-        results = fn.call_small(args[:k], args[k:])  # None unless a small call on a CPU driver
+        # None unless a small call on a CPU driver
+        results = fn.call_small(args[:k], args[k:], _small_storage(call, fn, view(x).shape))
         if results is not None:
             return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
     outs = _out_list(spec, call, out)
-    if getattr(fn, "storage_args", ()):
-        # The module writes results into caller storage (iree.abi.output): give it fresh aligned arrays.
+    written = outs  # where each result is written: outs, or caller storage the module writes into
+    if fn.storage_args:
         outs = outs or [None] * len(spec.outputs)
+        written = list(outs)
         for i in fn.storage_args:
-            if outs[i] is None:
-                shape = x.shape if i == 0 else _range_shape(call)
-                outs[i] = runtime.empty_aligned(shape, call.dtype, fn.import_alignment)
+            if outs[i] is None or not _writable_in_place(outs[i], fn.import_alignment, call):
+                written[i] = _storage_for(call, fn, i)
     views = None
-    if outs is not None:
-        views = [None if o is None else dtypes.abi_view(view(o) if i == 0 else o) for i, o in enumerate(outs)]
+    if written is not None:
+        views = [None if o is None else dtypes.abi_view(view(o) if i == 0 else o) for i, o in enumerate(written)]
     results = fn(args, views) if views is not None else fn(args)
     results = [None if r is None else dtypes.from_abi(r, call.dtype) for r in results]
-    if outs is None:
+    if written is None:
         return _shaped(call, results)
-    result = [outs[0] if outs[0] is not None else results[0].reshape(x.shape)]
-    for i, o in enumerate(results[1:], 1):
-        result.append(outs[i] if outs[i] is not None else o.reshape(_range_shape(call)))
+    result = []
+    for i, r in enumerate(results):
+        if outs[i] is not None and written[i] is not outs[i]:
+            np.copyto(outs[i], written[i])
+        shape = x.shape if i == 0 else _range_shape(call)
+        result.append(outs[i] if outs[i] is not None else written[i] if written[i] is not None else r.reshape(shape))
     return tuple(result)
+
+
+def _storage_for(call: Call, fn, i: int) -> np.ndarray:
+    """Caller storage for result ``i`` in the call's shape (pooled when large: runtime.result_storage)."""
+    return runtime.result_storage(call.data.shape if i == 0 else _range_shape(call), call.dtype, fn.import_alignment)
+
+
+def caller_storage(call: Call, fn, view) -> list | None:
+    """The ``outs`` a function that writes into caller storage is bound with (in its view and ABI types),
+    None for one that takes none: for binding a call once (``LoadedFunction.prepare``, the benchmark)."""
+    if not fn.storage_args:
+        return None
+    outs = [None] * len(call.spec.outputs)
+    for i in fn.storage_args:
+        o = _storage_for(call, fn, i)
+        outs[i] = dtypes.abi_view(view(o) if i == 0 else o)
+    return outs
+
+
+def _small_storage(call: Call, fn, dims) -> tuple:
+    """The arrays a small call's results in caller storage are written into (fresh NumPy memory: no
+    page-fault cost at this size), the data-shaped one in the function's ``dims``; () when the call is
+    not small (call_small then declines) or the function takes none."""
+    if not fn.storage_args or call.data.nbytes >= runtime.ZERO_COPY_MIN_BYTES:
+        return ()
+    return tuple(dtypes.abi_view(np.empty(dims if i == 0 else _range_shape(call), call.dtype))
+                 for i in fn.storage_args)
+
+
+def _writable_in_place(o: np.ndarray, alignment: int, call: Call) -> bool:
+    """Whether the module may write into the caller's ``out`` array itself: aligned for import and
+    sharing no memory with an input (a program may read an input after writing part of its result)."""
+    if o.__array_interface__["data"][0] % alignment:
+        return False
+    return not any(np.may_share_memory(o, a) for a in call.arrays.values() if isinstance(a, np.ndarray))
 
 
 def _shaped(call: Call, results: list) -> tuple[np.ndarray, ...]:
@@ -179,7 +218,6 @@ def prepare(call: Call, target: str = "cpu", static: bool = False):
     artifact, its parameters and the bound function are looked up once per (op, attributes, dtype,
     shape kind, target).
     """
-    spec = call.spec
     # Fast path: a call like one seen before (same op, semantics, attributes by bits, dtype, data shape,
     # target) reuses its whole plan; nothing but the arrays' own checks (validation.bind) runs again.
     fast = None if call.attrs_key is None else _fast_key(call, target, static)

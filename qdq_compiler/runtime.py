@@ -29,10 +29,15 @@ reading a result back copied it again):
 * **``outs=``**: results can be written into caller-provided arrays. A module that declares output
   storage (an ``!hal.buffer {iree.abi.output = K : index}`` argument) writes into it directly (the
   arrays must be aligned to ``import_alignment``, see ``empty_aligned``); otherwise the result is copied in.
+* **Caller storage** (``pooled_empty``): the Python path's llvm-cpu programs write their data-shaped
+  result into a buffer passed in (``Target.caller_storage``); a large one comes from the caching pool of
+  the local-sync device, so it is paged in after the first call, and is handed out as a view that gives
+  it back to the pool when dropped.
 * **Driver by size**: a module built for ``local-sync`` (one thread, lowest latency) runs on
-  ``local-task`` (IREE's worker pool, one worker per core) when its inputs total between
-  ``task_threshold()`` and ``task_max_bytes()`` bytes (see TASK_THRESHOLD_BYTES for why there is an upper
-  end). Both load the same vmfb and both run dispatches with FTZ/DAZ, so the bits are the same.
+  ``local-task`` (IREE's worker pool, one worker per core) when its inputs total at least
+  ``task_threshold()`` bytes, and, unless it takes caller storage, less than ``task_max_bytes()`` (see
+  TASK_THRESHOLD_BYTES for why). Both load the same vmfb and both run dispatches with FTZ/DAZ, so the
+  bits are the same.
 
 Other drivers (Vulkan, CUDA) keep IREE's ``FunctionInvoker`` and copy results out of device memory.
 """
@@ -40,7 +45,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import re
 import threading
 import weakref
@@ -48,59 +52,16 @@ from typing import Sequence
 
 import numpy as np
 
-from . import device_sessions
+from . import cpu_devices, device_sessions
+from .cpu_devices import (CPU_DRIVERS, POOL_BYTES, TASK_MAX_BYTES, TASK_THRESHOLD_BYTES, config_for,  # noqa: F401
+                          device_for, pooled_empty, result_storage, task_max_bytes, task_threshold, trim)
 from .host_memory import (_ETYPES, DEFAULT_IMPORT_ALIGNMENT, ZERO_COPY_MIN_BYTES, Constant, _aligned_empty,
                           _as_host_array, _check_out, _constants, _copy_into, _dtype_of, _element_type, _result,
                           _view_of)
 from .host_memory import _Keep, empty_aligned  # noqa: F401  (re-exported: runtime.empty_aligned is public)
 
-CPU_DRIVERS = ("local-sync", "local-task")
-
-# Inputs of TASK_THRESHOLD_BYTES up to (not including) TASK_MAX_BYTES send a local-sync module to local-task
-# (QDQ_TASK_THRESHOLD / QDQ_TASK_MAX_BYTES override them, in bytes; QDQ_TASK_THRESHOLD=off: never).
-# Below the window the task system's hand-off (~30-150 us) outweighs a second core. Above it, local-task
-# allocates the results of many modules outside the caching pool (IREE's queue alloca/dealloca on the task
-# queue): every call then faults in fresh 4 KiB pages, 16,394 faults and ~35 ms for a 64 MiB result here
-# against 0 on local-sync. Measured on the 2-core VM: see benchmarks/README.md.
-TASK_THRESHOLD_BYTES = 1 << 20
-TASK_MAX_BYTES = 32 << 20
-# Upper bound of the memory each CPU device's caching allocator keeps (outstanding + free buffers).
-POOL_BYTES = 1 << 30
-
 _lock = threading.RLock()
-_devices: dict[str, object] = {}
-_configs: dict[str, object] = {}
 _functions: dict[tuple[str, str], "LoadedFunction"] = {}
-
-
-def task_threshold() -> int:
-    """Input bytes from which a local-sync module runs on local-task (0: never)."""
-    env = os.environ.get("QDQ_TASK_THRESHOLD")
-    if env is None:
-        return TASK_THRESHOLD_BYTES
-    if env.strip().lower() in ("off", "never", "none", "0", ""):
-        return 0
-    return int(env)
-
-
-def task_max_bytes() -> int:
-    """Input bytes from which a local-sync module stays on local-sync again (see TASK_MAX_BYTES)."""
-    env = os.environ.get("QDQ_TASK_MAX_BYTES")
-    return int(env) if env else TASK_MAX_BYTES
-
-
-def device_for(driver: str):
-    """The process-wide HAL device of a CPU ``driver``, with a bounded caching allocator. (Other drivers'
-    devices live in ``device_sessions``, closed when idle.)"""
-    import iree.runtime as rt
-    with _lock:
-        dev = _devices.get(driver)
-        if dev is None:
-            pool = int(os.environ.get("QDQ_POOL_BYTES", POOL_BYTES))
-            # heap "*" (the only one), any allocation size, at most `pool` bytes, 64 free buffers.
-            dev = rt.get_driver(driver).create_default_device(allocators=[f"caching:*=*;{pool};64"])
-            _devices[driver] = dev
-        return dev
 
 
 def _require_no_conflict(driver: str):
@@ -111,23 +72,6 @@ def _require_no_conflict(driver: str):
     if why:
         from .errors import TargetUnavailableError
         raise TargetUnavailableError(f"driver {driver!r} cannot run in this process: {why}", arg="target")
-
-
-def config_for(driver: str):
-    import iree.runtime as rt
-    with _lock:
-        cfg = _configs.get(driver)
-        if cfg is None:
-            cfg = _configs[driver] = rt.Config(device=device_for(driver))
-        return cfg
-
-
-def trim():
-    """Give the free buffers cached by the CPU devices back to the system."""
-    with _lock:
-        devs = [d for k, d in _devices.items() if k in CPU_DRIVERS]
-    for d in devs:
-        d.allocator.trim()
 
 
 def import_alignment(backend: str, flags: Sequence[str]) -> int:
@@ -219,19 +163,23 @@ class LoadedFunction:
         for a in args:
             if type(a) is not Constant:
                 total += getattr(a, "nbytes", 0)
-        return "local-task" if limit <= total < task_max_bytes() else self.driver
+        if total < limit or (total >= task_max_bytes() and not self.storage_args):
+            return self.driver
+        return "local-task"
 
-    def call_small(self, arrays: Sequence[np.ndarray], constants: Sequence[Constant]) -> list[np.ndarray] | None:
-        """``self(arrays + constants)`` for a small call, or None where it does not apply (the caller then
-        takes ``__call__``). Small: a CPU driver, no caller storage, every array a C-contiguous, writable,
-        native, 16-byte aligned ndarray under ZERO_COPY_MIN_BYTES and, on local-sync, the inputs under the
-        task threshold. The per-call work is what each call needs: import the arrays, push the constants'
-        references, invoke, copy the results out (under ZERO_COPY_MIN_BYTES they are always copied)."""
-        if not self.cpu or self.storage_args:
+    def call_small(self, arrays: Sequence[np.ndarray], constants: Sequence[Constant],
+                   storage: Sequence[np.ndarray] = ()) -> list[np.ndarray] | None:
+        """``self(arrays + constants, outs)`` for a small call, or None where it does not apply (the caller
+        then takes ``__call__``). Small: a CPU driver, every array a C-contiguous, writable, native,
+        16-byte aligned ndarray under ZERO_COPY_MIN_BYTES and, on local-sync, the inputs under the task
+        threshold. ``storage``: one such array per ``storage_args``, which those results are written into
+        and returned as. The per-call work is what each call needs: import the arrays, push the constants'
+        references, invoke, copy the other results out (under ZERO_COPY_MIN_BYTES they are always copied)."""
+        if not self.cpu or len(storage) != len(self.storage_args):
             return None
         total = 0
         align = self.import_alignment
-        for a in arrays:
+        for k, a in enumerate((*arrays, *storage)):
             if type(a) is not np.ndarray:
                 return None
             fl = a.flags
@@ -245,22 +193,28 @@ class LoadedFunction:
                 if not (type(b) is np.ndarray and b.flags.owndata and b.nbytes == a.nbytes and align <= 16) \
                         and a.__array_interface__["data"][0] % align:
                     return None
-            total += a.nbytes
+            if k < len(arrays):
+                total += a.nbytes
         if total >= ZERO_COPY_MIN_BYTES or (self.driver == "local-sync" and 0 < task_threshold() <= total):
             return None
         v = self._variants.get(self.driver) or self._variant(self.driver)
         import iree.runtime as rt
-        lst = rt.VmVariantList(len(arrays) + len(constants))
+        lst = rt.VmVariantList(len(arrays) + len(constants) + len(storage))
         import_host = v.allocator.import_host_allocation
         for a in arrays:
             buf = import_host(a, memory_type=_MT, allowed_usage=_USAGE)
             lst.push_ref(_BV(buf, a.shape, _ETYPES.get(a.dtype.str) or _element_type(a.dtype)).ref)
         for c in constants:
             lst.push_ref(c.ref(v))
+        for a in storage:
+            lst.push_ref(import_host(a, memory_type=_MT, allowed_usage=_USAGE).ref)
         rets = rt.VmVariantList(self.n_results)
         v.invoke(v.vm_function, lst, rets)
         out = []
         for i in range(len(rets)):
+            if storage and i in self.storage_args:
+                out.append(storage[self.storage_args.index(i)])
+                continue
             bv = rets.get_as_object(i, _BV)
             shape = tuple(bv.shape)
             count = 1
@@ -364,6 +318,7 @@ class LoadedFunction:
             if o is None:
                 raise ValueError(f"{self.function_name}: result {i} is written into caller storage; pass outs[{i}]")
             _check_out(o, align, f"outs[{i}]")
+            keep.append(o)  # a prepared call writes into it as long as it lives
             arg_list.push_ref(import_host(o, memory_type=_MT, allowed_usage=_USAGE).ref)
         return arg_list, keep, None
 
@@ -420,8 +375,7 @@ def _release_all():
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(session))
         device_sessions.close(force=True)
         _functions.clear()
-        _configs.clear()
-        _devices.clear()
+        cpu_devices.release()
         for c in list(_constants):
             c._refs.clear()
     import gc

@@ -96,14 +96,64 @@ def test_small_calls_take_the_short_path_only_where_it_is_exact():
     for what, (x, short) in cases.items():
         kw = dict(inputs=x, min=-1.0, max=1.5)
         call = bind("FakeQuantWithMinMaxArgs", kw)
-        fn, args, _ = execute.prepare(call, "cpu")
-        got = fn.call_small(args[:1], args[1:])
+        fn, args, view = execute.prepare(call, "cpu")
+        assert fn.storage_args == (0,)  # cpu programs write their result into caller storage
+        storage = [execute.caller_storage(call, fn, view)[0]]
+        got = fn.call_small(args[:1], args[1:], storage)
         assert (got is not None) == short, what
+        assert fn.call_small(args[:1], args[1:]) is None, what  # storage missing: the general path
         want = oracle.FakeQuantWithMinMaxArgs(**kw)
         assert bit_equal(q.raw_ops.FakeQuantWithMinMaxArgs(**kw), want), what
         if got is not None:
+            assert got[0] is storage[0], what  # the result is the storage itself, not a copy
             assert bit_equal(got[0].reshape(want.shape), want), what
     big = np.zeros(1 << 15, np.float32)  # 128 KiB: results are views of device memory, never the short path
     call = bind("FakeQuantWithMinMaxArgs", dict(inputs=big, min=-1.0, max=1.0))
+    fn, args, view = execute.prepare(call, "cpu")
+    assert fn.call_small(args[:1], args[1:], [execute.caller_storage(call, fn, view)[0]]) is None
+
+
+def test_large_results_come_from_a_pool_and_run_on_every_core():
+    """A large result is written into caller storage from the local-sync device's caching pool: a
+    dropped result's buffer serves the next call (its pages stay faulted in), and with nothing for the
+    module to allocate, inputs above TASK_MAX_BYTES still go to local-task's workers. ``out=`` arrays the
+    module cannot write in place (misaligned, or sharing memory with an input) are filled from pooled
+    storage; every way gives the oracle's bits."""
+    from qdq_compiler import dtypes, execute, runtime
+    from qdq_compiler.validation import bind
+    x = np.linspace(-3, 3, 1 << 18, dtype=np.float32)
+    x[::97] = -0.0
+    kw = dict(inputs=x, min=np.float32(-2.5), max=np.float32(3.1))
+    want = oracle.FakeQuantWithMinMaxVars(**kw)
+    got = q.raw_ops.FakeQuantWithMinMaxVars(**kw)
+    assert bit_equal(got, want)
+    owner = got
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    assert type(owner.base).__name__ == "_Keep"  # a view of the pooled buffer, no copy
+    first = got.ctypes.data
+    del got, owner
+    again = q.raw_ops.FakeQuantWithMinMaxVars(**kw)
+    assert again.ctypes.data == first  # the dropped buffer came back from the pool
+    assert bit_equal(again, want)
+    held = again  # kept alive: the next result must get other memory
+    third = q.raw_ops.FakeQuantWithMinMaxVars(**kw)
+    assert third.ctypes.data != held.ctypes.data and bit_equal(third, want) and bit_equal(held, want)
+    for narrow in ("float16", "bfloat16"):  # pooled storage in an extension dtype keeps its dtype
+        kw16 = {k: v.astype(dtypes.get(narrow).np) for k, v in kw.items()}
+        got16 = q.raw_ops.FakeQuantWithMinMaxVars(**kw16)
+        assert got16.dtype == kw16["inputs"].dtype and bit_equal(got16, oracle.FakeQuantWithMinMaxVars(**kw16))
+    # execute.run's out=: aligned (written in place), misaligned, and the input itself (in place over x)
+    call = bind("FakeQuantWithMinMaxVars", kw)
+    aligned = np.empty_like(x)
+    assert execute.run(call, "cpu", out=aligned)[0] is aligned and bit_equal(aligned, want)
+    offset = np.empty(x.size + 1, np.float32)[1:]  # 4 bytes past NumPy's 16-byte alignment
+    assert execute.run(call, "cpu", out=offset)[0] is offset and bit_equal(offset, want)
+    inplace = x.copy()
+    r = execute.run(bind("FakeQuantWithMinMaxVars", dict(kw, inputs=inplace)), "cpu", out=inplace)
+    assert r[0] is inplace and bit_equal(inplace, want)
     fn, args, _ = execute.prepare(call, "cpu")
-    assert fn.call_small(args[:1], args[1:]) is None
+    huge = [np.empty(runtime.task_max_bytes() // 4 + 16, np.float32)] + args[1:]  # never touched
+    assert fn.pick_driver(huge) == "local-task"
+    assert fn.pick_driver(args) == "local-task"  # 1 MiB of input: the task threshold
+    assert fn.pick_driver([args[0][:4096]] + args[1:]) == "local-sync"  # 16 KiB: under it

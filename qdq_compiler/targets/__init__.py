@@ -94,6 +94,10 @@ class Target:
     # (name, extra compile flags): code generation tuned for a kind of data, asked for by the runtime's
     # view of a call (config.canonical_view); a target without the tuning compiles the plain program
     tunings: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The Python path's programs (params="runtime") write their data-shaped result into a buffer the caller
+    # passes (an iree.abi.output argument): the runtime hands them memory from a pool that stays paged in, so
+    # a large call runs on local-task's workers without faulting in a fresh result (runtime.py)
+    caller_storage: bool = False
     is_reference = False
 
     def __post_init__(self):
@@ -222,11 +226,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
             # into scalar inserts (FakeQuantArgs at 2^24: 2.2x a copy -> about 1.2x).
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
            "llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact", quirks=_LLVM_CPU_QUIRKS,
-           tunings=_LLVM_CPU_TUNINGS),
+           tunings=_LLVM_CPU_TUNINGS, caller_storage=True),
     Target("cpu-host", "llvm-cpu", "local-sync",
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",
-           bit_exact=False, quirks=_LLVM_CPU_QUIRKS,
+           bit_exact=False, quirks=_LLVM_CPU_QUIRKS, caller_storage=True,
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
            limits=Limits(narrow_reductions=False),

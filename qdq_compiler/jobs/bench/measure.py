@@ -87,8 +87,8 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
 
 def _device_function(case: Case, kw: dict, target: str):
     call = bind(case.op, kw)
-    fn, args, _ = execute.prepare(call, target)
-    go = fn.prepare(args)
+    fn, args, view = execute.prepare(call, target)
+    go = fn.prepare(args, execute.caller_storage(call, fn, view))
     go.api_driver = fn.pick_driver(args) if hasattr(fn, "pick_driver") else fn.driver
     return go
 
