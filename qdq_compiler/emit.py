@@ -134,9 +134,9 @@ class RenderContext:
 
     @property
     def fuses_masked_gradient(self) -> bool:
-        """Macro masked_sums writes the masked gradient in its own pass over g and x ("flat" lane form):
-        the template writes no masked pass of its own."""
-        return self.lane_reduction == "flat"
+        """Macro masked_sums writes the masked gradient in its own pass over g and x ("flat" and "split"
+        lane forms): the template writes no masked pass of its own."""
+        return self.lane_reduction in ("flat", "split")
 
     @property
     def abs_mask(self) -> int:

@@ -85,7 +85,7 @@ def _shape_plan(call: Call, target: str):
     t = targets.get(target)
     reduces = call.spec.family.reduces(call.spec, call.attrs)
     rank2 = t.limits.outer_reductions or not reduces
-    split = reduces and t.has_tuning(SPLIT_ROWS) and call.spec.family.splits_long_reductions
+    split = reduces and t.has_tuning(SPLIT_ROWS)
     dims, attrs, tuning = canonical_view(layout, call.data.shape, axis, rank2, split)
     return "x".join(["?"] * len(dims)), attrs, dims, tuning
 

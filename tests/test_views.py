@@ -107,9 +107,9 @@ def test_long_rows_reduce_each_channel_with_many_lanes_on_cpu():
 
 def test_long_flat_tensors_that_reduce_split_into_rows_on_cpu_only():
     """A per-tensor op that reduces runs a long tensor (a multiple of 1024, 2^16 and more) as [n / 1024,
-    1024] with tuning split-rows on cpu (macro split_view). Other sizes, element-wise ops, families that
-    opt out (FakeQuant gradients: their flat pass also writes the masked gradient) and other targets keep
-    the flat view."""
+    1024] with tuning split-rows on cpu (macro split_view; the FakeQuant gradients' rows also write the
+    masked gradient, macro masked_sums). Other sizes, element-wise ops and other targets keep the flat
+    view."""
     from qdq_compiler import emit
     from qdq_compiler.config import SPLIT_ROWS
     n = 1 << 16
@@ -125,9 +125,12 @@ def test_long_flat_tensors_that_reduce_split_into_rows_on_cpu_only():
     assert execute.config_for_call(v2, "vmvx").shape == (None,)
     assert execute.config_for_call(args, "cpu").shape == (None,)          # nothing to reduce
     grad = bind("FakeQuantWithMinMaxVarsGradient", dict(gradients=x, inputs=x, min=np.float32(-1), max=np.float32(1)))
-    assert execute.config_for_call(grad, "cpu").shape == (None,)  # its flat pass fuses the masked gradient
+    assert execute.config_for_call(grad, "cpu").tuning == SPLIT_ROWS
     text = emit.render(execute.config_for_call(v2, "cpu"))
     assert "tensor.expand_shape" in text and 'iterator_types = ["parallel", "parallel", "reduction"]' in text
+    text = emit.render(execute.config_for_call(grad, "cpu"))  # one pass: masked gradient, per-row partial sums
+    assert text.count("linalg.generic") == 2 and 'iterator_types = ["parallel", "reduction"]' in text
+    assert "%backprops_wrt_input = stablehlo.select" not in text  # no masked pass of the template's own
 
 
 @pytest.mark.parametrize("target", RUN_TARGETS)
@@ -150,3 +153,13 @@ def test_split_rows_give_the_oracles_bits(target):
         want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw)
         assert all(bit_equal(a, b) for a, b in zip(got, want))
         assert want[1] != 0 and want[2] != 0
+    # min == max == 0: the gradient passes through with its raw bits (-0, NaN); float16 takes the same view
+    g_special = g.copy()
+    g_special[::1031] = -0.0
+    g_special[7] = np.nan
+    for dtype in (np.float32, np.float16):
+        for lo, hi in ((0.0, 0.0), (-1.25, 1.5)):
+            kw = dict(gradients=g_special.astype(dtype), inputs=x.astype(dtype), min=dtype(lo), max=dtype(hi))
+            got = q.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw, target=target)
+            want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw)
+            assert all(bit_equal(a, b) for a, b in zip(got, want)), (dtype, lo)

@@ -42,9 +42,6 @@ class FakeQuantGrad(FakeQuantBase):
     name = "fake_quant_grad"
     template = "fake_quant_grad.mlir.j2"
     templates_by_semantics = {"tf-xla": "fake_quant_grad_xla.mlir.j2"}
-    # The flat view fuses the masked gradient into the sums' pass (macro masked_sums): g and x read once
-    # beats spreading the sums over rows.
-    splits_long_reductions = False
 
     def oracle(self, call):
         with_sums = call.spec.variant.range_from != ATTR

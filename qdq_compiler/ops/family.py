@@ -78,9 +78,6 @@ class Family:
         """The attributes that shape the program (the rest can be runtime parameters)."""
         return STRUCTURAL & set(spec.attr_map)
 
-    # A long per-tensor tensor that reduces may run as [rows, 1024] (tuning split-rows) where a target has it.
-    splits_long_reductions: bool = True
-
     def reduces(self, spec: OpSpec, attrs: Mapping[str, Any]) -> bool:
         """Whether the program reduces over the data (a loop as long as the data, per channel)."""
         return bool(spec.sum_outputs)
