@@ -91,13 +91,14 @@ def import_alignment(backend: str, flags: Sequence[str]) -> int:
     return DEFAULT_IMPORT_ALIGNMENT
 
 
-_MT = _USAGE = _BV = None
+_MT = _USAGE = _BV = _VL = None
 
 
 def _init_constants():
     import iree.runtime as rt
-    global _MT, _USAGE, _BV
+    global _MT, _USAGE, _BV, _VL
     _BV = rt.HalBufferView
+    _VL = rt.VmVariantList
     _MT = int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE)
     _USAGE = int(rt.BufferUsage.DEFAULT)
 
@@ -198,8 +199,7 @@ class LoadedFunction:
         if total >= ZERO_COPY_MIN_BYTES or (self.driver == "local-sync" and 0 < task_threshold() <= total):
             return None
         v = self._variants.get(self.driver) or self._variant(self.driver)
-        import iree.runtime as rt
-        lst = rt.VmVariantList(len(arrays) + len(constants) + len(storage))
+        lst = _VL(len(arrays) + len(constants) + len(storage))
         import_host = v.allocator.import_host_allocation
         for a in arrays:
             buf = import_host(a, memory_type=_MT, allowed_usage=_USAGE)
@@ -208,7 +208,7 @@ class LoadedFunction:
             lst.push_ref(c.ref(v))
         for a in storage:
             lst.push_ref(import_host(a, memory_type=_MT, allowed_usage=_USAGE).ref)
-        rets = rt.VmVariantList(self.n_results)
+        rets = _VL(self.n_results)
         v.invoke(v.vm_function, lst, rets)
         out = []
         for i in range(len(rets)):
