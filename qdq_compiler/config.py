@@ -171,6 +171,10 @@ LONG_ROWS = "long-rows"  # the tuning of per-axis programs whose inner rows are 
 SPLIT_ROWS = "split-rows"
 SPLIT_WIDTH = 1024
 SPLIT_MIN = 1 << 16
+# The tuning of channels-last programs that reduce long [rows, C] data: the rows are reduced in SPLIT_GROUPS
+# groups of rows / SPLIT_GROUPS (a size the template relies on), spread over the cores, then the partials.
+SPLIT_COLUMNS = "split-columns"
+SPLIT_GROUPS = 16
 
 
 def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None,
@@ -180,16 +184,29 @@ def canonical_view(layout: str, shape: tuple[int, ...], axis: int | None,
     with axis 1: IREE vectorises the innermost dimension, and one of size 1 leaves it a scalar loop
     (measured: 15-22x a copy, against about 1x for the rank-2 view). AXIS data with long inner rows (a
     multiple of 16, or 128 and more) asks for LONG_ROWS, which targets may tune for. ``rank2`` False
-    keeps channels-last data [outer, C, 1] (a target that cannot compile the rank-2 program's reductions)."""
+    keeps channels-last data [outer, C, 1] (a target that cannot compile the rank-2 program's reductions).
+    ``split`` (a program that reduces, on a target with the split tunings): a long flat tensor runs as
+    [n / SPLIT_WIDTH, SPLIT_WIDTH] (SPLIT_ROWS), and long channels-last data whose rows divide into
+    SPLIT_GROUPS asks for SPLIT_COLUMNS."""
     dims = canonical_dims(layout, shape, axis)
     if split and len(dims) == 1 and dims[0] >= SPLIT_MIN and dims[0] % SPLIT_WIDTH == 0:
         return (dims[0] // SPLIT_WIDTH, SPLIT_WIDTH), LAYOUT_ATTRS[ops.FLAT], SPLIT_ROWS
     if layout == ops.AXIS and axis is not None:
         if dims[2] == 1 and rank2:
-            return dims[:2], {"axis": 1}, ""
+            return dims[:2], {"axis": 1}, _columns_tuning(dims[:2], split)
         if dims[2] % 16 == 0 or dims[2] >= 128:
             return dims, LAYOUT_ATTRS[layout], LONG_ROWS
+    if layout == ops.LAST and axis is not None:
+        return dims, LAYOUT_ATTRS[layout], _columns_tuning(dims, split)
     return dims, LAYOUT_ATTRS[layout], ""
+
+
+def _columns_tuning(dims: tuple[int, ...], split: bool) -> str:
+    """SPLIT_COLUMNS for long [rows, C] data that reduces and whose rows divide into SPLIT_GROUPS."""
+    rows, channels = dims
+    if split and rows % SPLIT_GROUPS == 0 and rows * channels >= SPLIT_MIN:
+        return SPLIT_COLUMNS
+    return ""
 
 
 def layout_of(spec: ops.OpSpec, attrs) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, ops, semantics, targets
-from .config import LONG_ROWS, SPLIT_ROWS, OpConfig
+from .config import LONG_ROWS, SPLIT_COLUMNS, SPLIT_ROWS, OpConfig
 from .errors import TemplateError
 from .numerics import bits
 
@@ -118,14 +118,15 @@ class RenderContext:
         to [C], a row of C accumulators walked down the rows: IREE's own form walks each channel's
         column alone, strided, 4-9x slower), "rows" ([outer, C, inner] with long inner rows to [C], each
         channel's rows reduced with many accumulator lanes), "split" (a long flat tensor as [rows, 1024],
-        tuning split-rows: its rows spread over the workgroups, then the partials); None keeps the StableHLO
-        reduction."""
+        tuning split-rows: its rows spread over the workgroups, then the partials), "split-columns" ([rows, C]
+        in 16 groups of rows, tuning split-columns: each group's column pass in its own workgroups, then the
+        [16, C] partials); None keeps the StableHLO reduction."""
         if not self.quirks.single_chain_reductions:
             return None
         if self.rank == 1 and self.axis is None:
             return "flat"
         if self.rank == 2 and self.axis == 1:
-            return "columns"
+            return "split-columns" if self.tuning == SPLIT_COLUMNS else "columns"
         if self.rank == 3 and self.axis == 1 and self.tuning == LONG_ROWS:
             return "rows"
         if self.rank == 2 and self.axis is None and self.tuning == SPLIT_ROWS:

@@ -97,11 +97,11 @@ MUTATIONS = [
               "e2e/cpu/QuantizeAndDequantizeV4.test", "e2e/vmvx/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2", "--target", "vmvx"],
               "%lo = stablehlo.reduce(%x_in init: %lo_init) applies stablehlo.maximum")),
-    # llvm-cpu's ranges as lane reductions (quirk single_chain_reductions; the flat, column, row and split
-    # forms): min and max swapped.
+    # llvm-cpu's ranges as lane reductions (quirk single_chain_reductions; the flat, column, row, split and
+    # row-group forms): min and max swapped.
     Mutation("cpu_fused_min_max_swapped", "reductions.mlir.j2",
              r"arith\.(minimumf|maximumf)", lambda m: "arith.maximumf" if m.group(1) == "minimumf" else "arith.minimumf",
-             6, ("emit/qdq_data_range.test", "emit/qdq_v1.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
+             10, ("emit/qdq_data_range.test", "emit/qdq_v1.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2"], "%lo_m = arith.maximumf %lo_acc, %lo_in")),
     # llvm-cpu's gradient sums in one linalg.generic: "below" counted with x <= nudged_min instead of <.
     Mutation("cpu_sum_below_not_strict", "reductions.mlir.j2",

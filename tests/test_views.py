@@ -163,3 +163,55 @@ def test_split_rows_give_the_oracles_bits(target):
             got = q.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw, target=target)
             want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsGradient(**kw)
             assert all(bit_equal(a, b) for a, b in zip(got, want)), (dtype, lo)
+
+
+def test_long_channels_last_data_that_reduces_splits_its_rows_into_groups_on_cpu():
+    """Channels-last data that reduces, long enough (2^16 elements) and with rows that divide by 16, asks
+    for tuning split-columns: its reductions walk 16 groups of rows in parallel, then the [16, C] partials
+    (macro group_view). Element-wise ops, other sizes and other targets keep the plain columns."""
+    from qdq_compiler import emit
+    from qdq_compiler.config import SPLIT_COLUMNS
+    assert canonical_view(ops.AXIS, (1024, 64), 1, split=True) == ((1024, 64), {"axis": 1}, SPLIT_COLUMNS)
+    assert canonical_view(ops.LAST, (64, 16, 64), 2, split=True) == ((1024, 64), {}, SPLIT_COLUMNS)
+    assert canonical_view(ops.AXIS, (1024, 64), 1) == ((1024, 64), {"axis": 1}, "")          # no reduction
+    assert canonical_view(ops.AXIS, (1032, 64), 1, split=True)[2] == ""   # rows do not divide by 16
+    assert canonical_view(ops.AXIS, (512, 64), 1, split=True)[2] == ""    # 2^15 elements: too short
+    x = np.zeros((1024, 64), np.float32)
+    z = np.zeros(64, np.float32)
+    data = bind("QuantizeAndDequantizeV4", dict(input=x, input_min=z, input_max=z, axis=1))
+    given = bind("QuantizeAndDequantizeV4", dict(input=x, input_min=z - 1, input_max=z + 1, axis=1, range_given=True))
+    assert execute.config_for_call(data, "cpu").tuning == SPLIT_COLUMNS
+    assert execute.config_for_call(data, "vmvx").tuning == ""
+    assert execute.config_for_call(given, "cpu").tuning == ""
+    text = emit.render(execute.config_for_call(data, "cpu"))
+    assert "tensor<16x?x?xf32>" in text and text.count("linalg.generic") == 2
+    grad = bind("FakeQuantWithMinMaxVarsPerChannelGradient", dict(gradients=x, inputs=x, min=z - 1, max=z + 1))
+    assert execute.config_for_call(grad, "cpu").tuning == SPLIT_COLUMNS
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_row_groups_give_the_oracles_bits(target):
+    """Per-axis QDQ from the data and PerChannelGradient over [1024, 64] (split-columns on cpu), with NaN,
+    -0, infinities, a zero range and float16: the oracle's bits (integer gradients sum exactly)."""
+    require(target)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((1024, 64)) * 2).astype(np.float32)
+    x[::97, 3] = -0.0
+    x[500, 7] = np.nan
+    x[900, 9] = np.inf
+    for half_up in (False, True):
+        kw = dict(input=x, input_min=np.zeros(64, np.float32), input_max=np.zeros(64, np.float32), axis=1,
+                  round_mode="HALF_UP" if half_up else "HALF_TO_EVEN")
+        want = q.oracle.raw_ops.QuantizeAndDequantizeV4(**kw)
+        assert bit_equal(q.raw_ops.QuantizeAndDequantizeV4(**kw, target=target), want), half_up
+        assert np.isnan(want[:, 7]).all() and not np.isnan(want[:, 8]).any()
+    g = np.round(rng.standard_normal(x.shape) * 8).astype(np.float32)
+    g[11, 2] = np.nan
+    lo, hi = np.full(64, -1.25, np.float32), np.full(64, 1.5, np.float32)
+    lo[5] = hi[5] = 0  # a zero range: the gradient passes through, its range gradients are 0
+    for dtype in (np.float32, np.float16):
+        kw = dict(gradients=g.astype(dtype), inputs=np.nan_to_num(x, nan=0.5, posinf=3).astype(dtype),
+                  min=lo.astype(dtype), max=hi.astype(dtype))
+        got = q.raw_ops.FakeQuantWithMinMaxVarsPerChannelGradient(**kw, target=target)
+        want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsPerChannelGradient(**kw)
+        assert all(bit_equal(a, b) for a, b in zip(got, want)), dtype

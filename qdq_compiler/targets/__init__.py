@@ -216,7 +216,8 @@ _LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True, single_chain_reductions=True)
 # IREE tiles a dynamic 2-D or 3-D element-wise pass [64, 64, ...]: 64 short strided row pieces per
 # workgroup; long rows want whole rows per tile (split-rows' template also reduces its rows in two passes).
 _LONG_ROW_FLAGS = ("--iree-llvmcpu-distribution-size=16384", "--iree-llvmcpu-target-vector-width-in-bytes=64")
-_LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FLAGS))
+# split-columns changes the template only (its reductions' partials), not the code generation.
+_LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FLAGS), ("split-columns", ()))
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
