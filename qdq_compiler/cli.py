@@ -86,7 +86,7 @@ def _dtype(text: str) -> str:
 def _config(args):
     from .config import OpConfig
     return OpConfig.make(args.op, _attrs(args), _dtype(args.dtype), args.shape, args.target, args.params,
-                         args.semantics)
+                         args.semantics, args.tuning)
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -248,6 +248,9 @@ def _op_args(p, target_default="cpu"):
     p.add_argument("--target", default=target_default, help="cpu (default), cpu-host, vmvx, vulkan, cuda")
     p.add_argument("--params", default="baked", choices=("baked", "runtime"),
                    help="numeric attributes as constants (default) or trailing 0-d arguments")
+    p.add_argument("--tuning", default="",
+                   help="a code-generation tuning of the target, as the Python path asks for by the data's shape "
+                        "(cpu: long-rows, split-rows, split-columns; default none)")
     _semantics_arg(p)
 
 
