@@ -92,7 +92,6 @@ class RenderContext:
         self.ttype = self.tensor_type(self.T)
         self.ptype = self.param_type(self.T)
         self.reduce_dims = [d for d in range(self.rank) if d != self.axis]
-        self.reduce_dims_static = all(self.dims[d] is not None for d in self.reduce_dims)
         self.range_given = attrs.get("range_given", True)
         self.half_up = attrs.get("round_mode") == "HALF_UP"
         self.signed = attrs.get("signed_input", True)
@@ -107,7 +106,7 @@ class RenderContext:
         # The data-shaped result is written into caller storage (Target.caller_storage; runtime params only:
         # what ships in bundles and `qdqc compile` output by default keeps the plain signature)
         self.result_storage = target.caller_storage and cfg.params == "runtime"
-        # Loops are bounded on this target: reductions over static dims run in two bounded stages.
+        # Loops are bounded on this target: reductions run in bounded blocks (macro reduce_in_blocks).
         self.loop_limited = target.limits.max_loop_iterations is not None
         self.np_dtype = self.compute.np
 
@@ -171,26 +170,25 @@ class RenderContext:
         b = int(bits(np.asarray(value, np_t)))
         return f"0x{b:0{np_t.itemsize * 2}X}"
 
-    def reduce_window(self, budget: int = 4096) -> list[int]:
-        """Window sizes for a two-stage reduction: 1 on the channel, about budget^(1/r) on each reduced dim."""
-        r = len(self.reduce_dims)
-        per = max(int(round(budget ** (1.0 / r))), 2) if r else 1
-        while r and per ** r > budget:
-            per -= 1
-        # A window wider than a static dimension trips IREE's reduce_window lowering: clip it.
-        return [1 if d == self.axis else max(1, min(per, self.dims[d])) if self.dims[d] is not None else per
-                for d in range(self.rank)]
+    # -- bounded reductions (macro reduce_in_blocks) ----------------------------------------------
+    block = targets.REDUCTION_BLOCK   # elements one stage-1 loop reduces; stage 2 loops ceil(m / block) times
 
-    def window_padding(self, window: list[int]) -> list[int]:
-        """High padding per dimension: exact for static dims, w - 1 (enough for any size) for dynamic ones."""
-        return [(-d) % w if d is not None else w - 1 for d, w in zip(self.dims, window)]
+    @property
+    def channel_dim(self) -> str:
+        """The channel's extent in a type ("?" when dynamic)."""
+        return _dim(self.dims[self.axis])
 
-    def partial_type(self, window: list[int]) -> str:
-        """The result type of the first stage: ceil(n / w) per reduced dimension."""
-        dims = []
-        for d, w in zip(self.dims, window):
-            dims.append("?" if d is None else str(-(-d // w) if d else 0))
-        return "tensor<" + "".join(x + "x" for x in dims) + self.T + ">"
+    @property
+    def fold_perm(self) -> list[int]:
+        """The data's dimensions with the channel first, then the reduced ones in order."""
+        return ([self.axis] if self.axis is not None else []) + self.reduce_dims
+
+    def identity(self, fn: str) -> float:
+        """The identity of a reduction (its padding): minimum +inf, maximum -inf, add +0."""
+        return {"minimum": np.inf, "maximum": -np.inf, "add": 0.0}[fn]
+
+    def permuted_type(self) -> str:
+        return "tensor<" + "".join(_dim(self.dims[d]) + "x" for d in self.fold_perm) + self.T + ">"
 
     def sign_mask(self, itype: str) -> str:
         """The sign bit of a float of the integer width ``itype``, as a signed decimal literal."""

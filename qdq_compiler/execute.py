@@ -254,7 +254,7 @@ def _plan(call: Call, target: str, static: bool):
     t = targets.get(target)
     spec = call.spec
     shape, override, dims, tuning = _shape_plan(call, target)
-    static = static or _needs_static_reduction(call, t, dims)
+    _check_reduction_bound(call, t, dims)
     if static:
         shape = "x".join(str(d) for d in dims) or "scalar"
         tuning = ""
@@ -318,14 +318,21 @@ def _into_out(results, out):
     return tuple(final)
 
 
-def _needs_static_reduction(call: Call, t, dims) -> bool:
-    """A reduction longer than the target's loop limit (lavapipe's): compile the exact shape, whose
-    reductions are split into bounded stages (macros.mlir.j2, reduce_two_stage)."""
-    limit = t.limits.max_loop_iterations
-    if not limit or not call.spec.family.reduces(call.spec, call.attrs):
-        return False
+def _check_reduction_bound(call: Call, t, dims):
+    """A reduction longer than the target can run (Limits.max_reduced_elements: lavapipe stops a loop after
+    65535 iterations, and a program reduces in blocks of targets.REDUCTION_BLOCK, then over the blocks) is
+    refused before anything is compiled."""
+    bound = t.limits.max_reduced_elements
+    if not bound or not call.spec.family.reduces(call.spec, call.attrs):
+        return
     channels = dims[1] if len(dims) > 1 else 1
-    return call.data.size // max(channels, 1) > limit
+    per_channel = call.data.size // max(channels, 1)
+    if per_channel > bound:
+        name, unit = call.spec.inputs_of(ops.DATA)[0], "channel" if len(dims) > 1 else "tensor"
+        raise QDQError(f"input {name} has {per_channel:,} elements per {unit} to reduce; target {t.name!r} reduces at "
+                       f"most {bound:,} ({t.limits.max_loop_iterations} iterations per loop, blocks of "
+                       f"{targets.REDUCTION_BLOCK}): split the input, or use another target "
+                       f"({', '.join(n for n in targets.TARGETS if n != t.name)})", op=call.spec.name, arg=name)
 
 
 def config_for_entry(entry, target: str, shape: tuple[int, ...] | None = None) -> OpConfig:

@@ -45,11 +45,18 @@ class Quirks:
                 raise TypeError(f"Quirks.{f.name} must be a bool")
 
 
+# Elements one stage of a bounded reduction reads in one loop (macro reduce_in_blocks): the data is reduced
+# in blocks of this many, then the partials, so a loop-limited target reduces at most
+# REDUCTION_BLOCK * max_loop_iterations elements per channel (Limits.max_reduced_elements).
+REDUCTION_BLOCK = 4096
+
+
 @dataclass(frozen=True)
 class Limits:
     """What a target cannot do, as numbers the generic code acts on."""
     max_loop_iterations: int | None = None   # a loop stops after this many iterations (lavapipe: 65535):
-    #   reductions are split into bounded stages (macro reduce_two_stage) and longer ones compiled static
+    #   reductions run in blocks of REDUCTION_BLOCK, then over the blocks, behind a barrier (macro
+    #   reduce_in_blocks), for static and dynamic shapes alike
     empty_buffers: bool = True               # can bind zero-sized buffers (Vulkan cannot: the host answers)
     narrow_reductions: bool = True           # can reduce over 16-bit data (vmvx cannot: IREE 3.13 puts the i16
     #   widening and the reduction in one dispatch without fusing them and fails at run time, RESOURCE_EXHAUSTED;
@@ -62,11 +69,16 @@ class Limits:
     #   keep it for the process): IREE's Vulkan device on lavapipe spins two threads while it exists
     #   (device_sessions.py)
 
+    @property
+    def max_reduced_elements(self) -> int | None:
+        """The most elements a program may reduce per channel on this target (None: no bound)."""
+        return None if self.max_loop_iterations is None else self.max_loop_iterations * REDUCTION_BLOCK
+
     def __post_init__(self):
         if self.max_loop_iterations is not None and (not isinstance(self.max_loop_iterations, int)
-                                                     or self.max_loop_iterations < 4096):
-            raise ValueError("Limits.max_loop_iterations must be an int >= 4096 (the two-stage reduction's "
-                             "window) or None")
+                                                     or self.max_loop_iterations < REDUCTION_BLOCK):
+            raise ValueError(f"Limits.max_loop_iterations must be an int >= {REDUCTION_BLOCK} (the bounded "
+                             "reduction's block) or None")
         if not isinstance(self.outer_reductions, bool):
             raise TypeError("Limits.outer_reductions must be a bool")
         if not isinstance(self.empty_buffers, bool):
