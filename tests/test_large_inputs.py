@@ -1,4 +1,5 @@
-"""Inputs far beyond lavapipe's 65535-iteration loop limit, on every target, static and dynamic."""
+"""Inputs far beyond lavapipe's 65535-iteration loop limit, on every target, static and dynamic (the sizes
+around the limit, for every family, semantics and dtype class: tests/test_loop_limits.py)."""
 import numpy as np
 import pytest
 
@@ -24,6 +25,12 @@ def _cases():
                                                                 input_max=0.0, round_mode="HALF_UP")),
         "qdq_per_axis": ("QuantizeAndDequantizeV4", dict(input=per_axis, input_min=np.zeros(4, np.float32),
                                                           input_max=np.zeros(4, np.float32), axis=1)),
+        # tf-xla's template: its range once fed the element-wise pass inside one dispatch (issue 28)
+        "qdq_data_range_xla": ("QuantizeAndDequantizeV4", dict(input=ramp, input_min=np.float32(0),
+                                                                input_max=np.float32(0)), "tf-xla"),
+        "qdq_per_axis_xla": ("QuantizeAndDequantizeV2", dict(input=per_axis, input_min=np.zeros(4, np.float32),
+                                                              input_max=np.zeros(4, np.float32), axis=1,
+                                                              round_mode="HALF_UP"), "tf-xla"),
         "fq_args": ("FakeQuantWithMinMaxArgs", dict(inputs=ramp / 1e4, min=-1.0, max=1.0)),
         "fq_vars_grad_sums": ("FakeQuantWithMinMaxVarsGradient", dict(gradients=g, inputs=ramp / 1e5,
                                                                       min=np.float32(-1), max=np.float32(1))),
@@ -38,8 +45,8 @@ CASES = _cases()
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_large_input_is_exact(target, name, static):
     require(target)
-    op, kw = CASES[name]
-    call = bind(op, kw)
+    op, kw, *semantics = CASES[name]
+    call = bind(op, kw, *semantics)
     want = compute(call)
     got = run(call, target, static=static)
     for g, w in zip(got, want):
