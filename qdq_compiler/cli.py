@@ -29,6 +29,7 @@ EXAMPLES = {
     "diverge": "qdqc diverge --ops FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVars\n"
                "  qdqc diverge --dtypes f32 --markdown diverge.md --json diverge.json --junit diverge.xml",
     "cache": "qdqc cache info\n  qdqc cache clear",
+    "targets": "qdqc targets\n  qdqc targets --json",
     "bench": "qdqc bench --sizes 16,20,24 --json bench.json --plot bench.png",
     "build": "qdqc build --config examples/qat_bundle.toml --out dist/",
 }
@@ -165,6 +166,39 @@ def cmd_run(args):
     return 0
 
 
+def cmd_targets(args):
+    """Every target: whether it runs here (and why not), what it is, its dtypes and limits."""
+    from . import targets as T
+    rows = []
+    for name, t in T.TARGETS.items():
+        ok, why = t.availability()
+        rows.append({"name": name, "available": ok, "why_not": why, "backend": t.backend, "driver": t.driver,
+                     "bit_exact": t.bit_exact, "description": t.description, "dtypes": list(t.dtypes),
+                     "max_loop_iterations": t.limits.max_loop_iterations})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        state = "runs here" if r["available"] else f"not here: {r['why_not']}"
+        print(f"{r['name']:<9} {state}\n          {r['description']}; dtypes {', '.join(r['dtypes'])}")
+    print(f"{T.REFERENCE.name:<9} always (--target oracle: {T.REFERENCE.description})")
+    return 0
+
+
+class _Version(argparse.Action):
+    """--version: the package's and IREE's versions (found only when asked: the compiler's takes a moment)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, help="print the versions of qdqc and IREE and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+        from .iree_tools import compiler_version, runtime_release
+        print(f"qdqc {__version__} (IREE compiler {compiler_version()}, runtime "
+              f"{runtime_release()[0] or 'not importable'})")
+        parser.exit(0)
+
+
 def cmd_cache(args):
     from . import compile as C
     if args.action == "info":
@@ -206,9 +240,11 @@ def cmd_validate(args):
             shard = ()
         if len(shard) != 2 or not 1 <= shard[0] <= shard[1]:
             raise QDQError(f"--shard {args.shard!r}: expected i/n with 1 <= i <= n", arg="--shard")
+    if args.jobs is not None and args.jobs < 1:
+        raise QDQError(f"--jobs {args.jobs}: must be >= 1 (leave it out for one per core)", arg="--jobs")
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
     return run_validation(
-        ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs,
+        ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs or 0,
         semantics=semantics.parse_list(args.semantics),
         seed=args.seed, progress="off" if args.no_progress else ("bar" if sys.stderr.isatty() else "lines"), json_path=args.report,
         junit_path=args.junit, markdown_path=args.markdown)
@@ -219,7 +255,7 @@ def cmd_bench(args):
     cases = bench.select_cases(args.ops)
     targets = [t.strip() for t in (args.targets or "cpu").split(",") if t.strip()]
     sizes = bench.parse_sizes(args.sizes) if args.sizes else list(bench.DEFAULT_SIZES)
-    repeat = int(args.repeat or 7)
+    repeat = args.repeat
     if repeat < 1:
         raise QDQError(f"--repeat {repeat}: must be >= 1", arg="--repeat")
     frameworks = bench.parse_frameworks(args.frameworks)
@@ -275,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="qdqc", formatter_class=fmt,
         description="TensorFlow's fake-quantization ops, compiled with IREE, bit-exact with TF 2.21.",
         epilog="examples:\n  " + "\n  ".join(v.splitlines()[0] for v in EXAMPLES.values()))
+    ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -313,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", help="write a JUnit XML report here")
     p.add_argument("--markdown", help="write a Markdown table here")
     p.add_argument("--shard", help="i/n: run the i-th of n slices of the matrix (1-based)")
-    p.add_argument("--jobs", type=int, default=0, help="parallel compiles (default: number of cores)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel compiles, >= 1 (default: one per core)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true",
                    help="no progress (default: a bar on a terminal, one line per step in a pipe or log)")
@@ -325,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--markdown", help="write a Markdown table here")
     p.add_argument("--junit", help="write JUnit XML here (a passing testcase per row, the figures as properties)")
+    p = add("targets", "list the targets: which run here (and why not the others), their dtypes", cmd_targets)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p = add("cache", "inspect or clear the artifact cache", cmd_cache)
     p.add_argument("action", choices=("info", "clear"))
     p = add("bench", "measure throughput against a memory copy, NumPy and TF (if installed)", cmd_bench)
@@ -332,7 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--targets", default="cpu",
                    help="comma-separated compiled targets to time (default: cpu; unavailable ones are skipped "
                         "with the reason)")
-    p.add_argument("--sizes", default="10,14,18,22,24", help="log2 element counts (2^10..2^26)")
+    p.add_argument("--sizes", default="10,14,18,22,24",
+                   help="log2 element counts, 0..30 (default 10,14,18,22,24: 2^10..2^24 elements; validate's "
+                        "--sizes are element counts)")
     p.add_argument("--repeat", type=int, default=7,
                    help="timed runs per variant and size; the median is reported (default: 7)")
     p.add_argument("--json", help="write results as JSON")

@@ -122,6 +122,11 @@ QDQ_ERRORS = [
     ("validate-dtype", ["validate", "--dtypes", "f8"], ["f8"]),
     ("validate-semantics", ["validate", "--semantics", "tf-cpu,xla"], ["semantics='xla'"]),
     ("validate-sizes", ["validate", "--sizes", "abc"], ["--sizes"]),
+    ("validate-jobs-0", ["validate", "--jobs", "0"], ["--jobs 0: must be >= 1"]),
+    ("bench-repeat-0", ["bench", "--repeat", "0"], ["--repeat 0: must be >= 1"]),
+    ("validate-nothing-selected", ["validate", "--ops", ARGS, "--dtypes", "f64"],
+     ["no configuration to validate", "takes float16, bfloat16, float32 under tf-cpu (asked for float64)"]),
+    ("diverge-v1", ["diverge", "--ops", "QuantizeAndDequantize"], ["nothing to compare", "no XLA lowering"]),
 ]
 
 ARGPARSE_ERRORS = [
@@ -194,13 +199,15 @@ def test_emit_unknown_target(capsys):
 
 
 # ------------------------------------------------------------------------------------------------
-# What TF computes is computed: NaN ranges for Vars print NaN, exit 0
+# What TF computes is computed: NaN ranges for Vars print NaN, exit 0, with a one-line warning (issue 29.7)
 
 
+@pytest.mark.filterwarnings("default::qdq_compiler.errors.QDQWarning")  # pyproject ignores it suite-wide
 def test_run_vars_with_nan_min_computes(npy, capsys, tmp_path):
     p = files(npy)
     rc, out, err = qdqc(["run", VARS, "--input", p["x"], "--input", p["nan"], "--input", p["mx"]], capsys)
-    assert rc == 0 and err == "" and "nan" in out
+    assert rc == 0 and "nan" in out
+    assert err.startswith("qdqc: warning: ") and "min or max is NaN or infinite" in err and err.count("\n") == 1
     rc, out, err = qdqc(["run", "FakeQuantWithMinMaxVarsGradient", "--input", p["x"], "--input", p["x"],
                          "--input", p["mn"], "--input", p["mx"], "-o", tmp_path / "g.npz"], capsys)
     assert rc == 0
@@ -213,6 +220,32 @@ def test_run_oracle_target(npy, capsys, tmp_path):
                         capsys)
     assert rc == 0
     assert np.load(tmp_path / "y.npy").dtype == np.float32
+
+
+def test_version_names_qdqc_and_iree(capsys):
+    from qdq_compiler import __version__
+    from qdq_compiler.iree_tools import compiler_version
+    rc, out, err = qdqc(["--version"], capsys)
+    assert rc == 0 and err == ""
+    assert out == f"qdqc {__version__} (IREE compiler {compiler_version()}, runtime {compiler_version()})\n" or \
+        out.startswith(f"qdqc {__version__} (IREE compiler {compiler_version()}, runtime ")
+
+
+def test_targets_says_which_run_here_and_why_not_the_others(capsys):
+    from qdq_compiler import targets as T
+    rc, out, err = qdqc(["targets", "--json"], capsys)
+    assert rc == 0 and err == ""
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == list(T.TARGETS)
+    for r in rows:
+        ok, why = T.get(r["name"]).availability()
+        assert r["available"] == ok and r["why_not"] == why and (ok or why)
+    assert next(r for r in rows if r["name"] == "vulkan")["max_loop_iterations"] == 65535
+    rc, out, err = qdqc(["targets"], capsys)
+    assert rc == 0
+    for r in rows:
+        assert f"{r['name']:<9} " + ("runs here" if r["available"] else f"not here: {r['why_not']}") in out
+    assert "oracle    always" in out
 
 
 def test_ops_json(capsys):

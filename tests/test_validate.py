@@ -107,6 +107,33 @@ def test_bad_shard_and_sizes_are_clear_errors(capsys):
     assert "--sizes" in capsys.readouterr().err
 
 
+def test_a_run_that_compared_nothing_fails_and_says_why(tmp_path, capsys):
+    """Issue 29.1: compile-only cells are "compiled", not "exact", and a run with no cell compared exits 1."""
+    from qdq_compiler import targets as T
+    ok, why = T.get("cuda").availability()
+    if ok:
+        pytest.skip("cuda runs here: the compile-only path needs a machine without it")
+    rc, report, junit, md = _run(tmp_path, "--targets", "cuda", "--ops", "FakeQuantWithMinMaxArgs", "--dtypes", "f32",
+                                 "--sizes", "64")
+    assert rc == 1
+    s = report["summary"]
+    assert s["compared"] == 0 and s["exact"] == 0 and s["compiled_only"] == s["cells"] == 2
+    out, err = capsys.readouterr()
+    assert "0 of 0 cells exact" in out and "2 compiled, not run: cuda" in out and "targets skipped: cuda" in out
+    assert "nothing was compared with the oracle" in err and why in err
+
+
+def test_a_selection_with_no_configuration_is_an_error_naming_what_the_ops_take(capsys):
+    assert cli.main(["validate", "--ops", "QuantizeAndDequantize", "--dtypes", "f16"]) == 2
+    err = capsys.readouterr().err
+    assert "no configuration to validate: QuantizeAndDequantize takes float32, float64 under tf-cpu (asked for " \
+           "float16)" in err
+    assert cli.main(["diverge", "--ops", "QuantizeAndDequantize"]) == 2
+    assert "nothing to compare: QuantizeAndDequantize (V1) has no XLA lowering" in capsys.readouterr().err
+    assert cli.main(["validate", "--ops", "FakeQuantWithMinMaxArgs", "--dtypes", "f32", "--shard", "3/3"]) == 2
+    assert "shard 3/3 is empty: the matrix has 2 configurations" in capsys.readouterr().err
+
+
 def test_cuda_compiles_every_configuration():
     """No GPU here: CUDA is compiled for the whole float32/float64 matrix (dynamic, and static at one size), a
     sample of the 16-bit one and of tf-xla (their integer conversions and fmas make slow compiles)."""

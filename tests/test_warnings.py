@@ -66,6 +66,30 @@ def test_one_bit_narrow_qdq_warns_and_returns_infinities(op, range_given):
     assert np.isneginf(got[:4]).all() and np.isnan(got[4]) and np.isposinf(got[5:]).all()
 
 
+def test_a_bound_that_is_nan_or_infinite_warns_and_returns_tfs_all_nan():
+    """Issue 29.7: a NaN or infinite min/max made every output NaN without a word."""
+    got, want = both("FakeQuantWithMinMaxVars", r"min or max is NaN or infinite: .* returns NaN for every element "
+                     r"\(argument min\)", inputs=X, min=F("nan"), max=F(1))
+    assert bit_equal(got, want) and np.isnan(got).all()
+    got, want = both("FakeQuantWithMinMaxArgs", r"NaN or infinite: .*\(argument max\)", inputs=X, min=-1.0,
+                     max=float("inf"))
+    assert bit_equal(got, want) and np.isnan(got).all()
+    got, want = both("FakeQuantWithMinMaxVars", "NaN or infinite", inputs=X, min=F("inf"), max=F("inf"))
+    assert bit_equal(got, want) and np.isnan(got).all()
+    got, want = both("FakeQuantWithMinMaxVarsPerChannel", "NaN or infinite in 1 of 3 channels: .* of those channels",
+                     inputs=X.reshape(3, 3), min=F([-1, -np.inf, 0]), max=F([1, 1, 1]))
+    assert bit_equal(got, want) and np.isnan(got[:, 1]).all() and not np.isnan(got[:, [0, 2]]).any()
+
+
+def test_a_nan_or_infinite_bound_warns_in_the_gradients_whose_gradients_are_then_zero():
+    got, want = both("FakeQuantWithMinMaxVarsGradient", r"passes no gradient \(every gradient is zero\)",
+                     gradients=np.ones_like(X), inputs=X, min=F(-1), max=F("nan"))
+    assert all(bit_equal(a, b) for a, b in zip(got, want)) and not any(np.asarray(a).any() for a in got)
+    got, want = both("FakeQuantWithMinMaxArgsGradient", "passes no gradient", gradients=np.ones_like(X), inputs=X,
+                     min=-float("inf"), max=1.0)
+    assert bit_equal(got, want) and not got.any()
+
+
 def test_the_warning_points_at_the_callers_line():
     for run in (q.oracle.raw_ops.FakeQuantWithMinMaxVars, q.raw_ops.FakeQuantWithMinMaxVars,
                 lambda **kw: q.fake_quant_with_min_max_vars(kw["inputs"], kw["min"], kw["max"])):
@@ -81,7 +105,6 @@ def test_normal_and_edge_use_that_is_meant_does_not_warn():
         q.raw_ops.FakeQuantWithMinMaxVars(inputs=X, min=F(0), max=F(0))          # TF's all-zeros special case
         q.raw_ops.FakeQuantWithMinMaxVars(inputs=X, min=F(-0.0), max=F(0))
         q.oracle.raw_ops.FakeQuantWithMinMaxVars(inputs=X, min=F(1e-40), max=F(1e-40))  # flushed: zeros
-        q.oracle.raw_ops.FakeQuantWithMinMaxVars(inputs=X, min=F("nan"), max=F(1))
         q.raw_ops.FakeQuantWithMinMaxVarsPerChannel(inputs=X.reshape(3, 3), min=F([-1, 0, -3]), max=F([1, 0, 3]))
         q.raw_ops.FakeQuantWithMinMaxVarsGradient(gradients=X, inputs=X, min=F(-1), max=F(1))
         q.raw_ops.FakeQuantWithMinMaxArgs(inputs=X, min=-1.0, max=1.0)

@@ -114,6 +114,17 @@ def diverge(ops_: list[str] | None = None, dtypes: list[str] | None = None, size
     return rows
 
 
+def _why_none(ops_, dtypes) -> str:
+    """Why no configuration of ``ops_`` x ``dtypes`` has both of TF's answers."""
+    parts = []
+    for name in ops_ or ops.OPS:
+        spec = ops.get(name)
+        why = next((spec.family.unsupported(spec, s) for s in SEMANTICS if spec.family.unsupported(spec, s)), "")
+        both = [d for d in spec.family.dtypes(spec, SEMANTICS[0]) if d in spec.family.dtypes(spec, SEMANTICS[1])]
+        parts.append(why or f"{name} has both answers in {', '.join(both)}")
+    return "; ".join(parts) + (f" (asked for {', '.join(dtypes)})" if dtypes else "")
+
+
 def _columns(r: Divergence) -> dict[str, str]:
     """The values every report shows of one row (text, Markdown and JUnit format them)."""
     ex = r.example
@@ -193,10 +204,13 @@ def from_json(data: dict) -> list[Divergence]:
 
 def run(ops_=None, dtypes=None, size: int = 100_000, seed: int = 0, json_path=None, markdown_path=None,
         junit_path=None) -> int:
-    """``qdqc diverge``: print the table, write the reports; exit status 0 (divergence is TF's, not a failure)."""
+    """``qdqc diverge``: print the table, write the reports; exit status 0 (divergence is TF's, not a failure).
+    A selection with nothing to compare (V1 has no tf-xla; a dtype the ops lack) is a QDQError saying why."""
     if dtypes:
         dtypes = [DT.get(d).name for d in dtypes]
     rows = diverge(ops_, dtypes, size, seed)
+    if not rows:  # nothing compared is no answer: say why, and fail (a typo must not pass a CI step)
+        raise QDQError(f"nothing to compare: {_why_none(ops_, dtypes)}", arg="--ops")
     print(format_table(rows))
     if json_path:
         with open(json_path, "w") as f:

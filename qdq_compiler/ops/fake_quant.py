@@ -9,6 +9,7 @@ checks and the nudge.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +99,8 @@ def check(c, spec, arrays, attrs, semantics="tf-cpu"):
         elif not lo < hi:
             c.fail(f"min={fmt_number(lo)} must be smaller than max={fmt_number(hi)}", "min",
                    tf=f"min has to be smaller than max, was: {fmt_number(lo)} >= {fmt_number(hi)}")
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            c.warn(_NOT_FINITE.format(where="", result=_not_finite_result(spec)), "max" if math.isfinite(lo) else "min")
         return
     mn, mx = arrays["min"], arrays["max"]
     if range_from == SCALAR:
@@ -105,7 +108,7 @@ def check(c, spec, arrays, attrs, semantics="tf-cpu"):
             if t.ndim != 0:
                 c.fail(f"{n} must be a scalar (rank 0), got shape {list(t.shape)}", n,
                        tf=f"`{n}` must be rank 0 but is rank {t.ndim}")
-        _warn_suspect_range(c, mn, mx)
+        _warn_suspect_range(c, spec, mn, mx)
         return
     # per-channel along the last dimension
     if x.ndim == 0:  # TF 2.21 aborts here (Check failed: d >= 0); the shape function's words
@@ -122,28 +125,42 @@ def check(c, spec, arrays, attrs, semantics="tf-cpu"):
         if t.shape[0] != d:
             c.fail(f"{n} has length {t.shape[0]}, expected {d} (the last dimension of inputs)", n,
                    tf=f"{n} has incorrect size, expected {d} was {t.shape[0]}")
-    _warn_suspect_range(c, mn, mx)
+    _warn_suspect_range(c, spec, mn, mx)
 
 
 _F32_TINY = float(np.finfo(np.float32).tiny)
 
 
-def _warn_suspect_range(c, mn, mx):
-    """TF takes any min/max here, but two answers are almost certainly mistakes (README, behaviour notes):
-    min > max quantizes every input to one constant; min == max != 0 divides by a zero scale (NaN)."""
+_NOT_FINITE = "min or max is NaN or infinite{where}: TF (and this op) then {result}"
+
+
+def _not_finite_result(spec, channels: bool = False) -> str:
+    if spec.gradient_of:
+        return "passes no gradient (every gradient is zero" + (" there)" if channels else ")")
+    return "returns NaN for every element" + (" of those channels" if channels else "")
+
+
+def _warn_suspect_range(c, spec, mn, mx):
+    """TF takes any min/max here, but three answers are almost certainly mistakes (README, behaviour notes):
+    min > max quantizes every input to one constant; min == max != 0 divides by a zero scale (NaN); a NaN or
+    infinite bound makes the nudged range NaN (every output NaN, every gradient zero)."""
     if mn.ndim == 0 and mx.ndim == 0:  # the common per-tensor case, in plain floats (NumPy's 0-d ufuncs: ~6 us)
         lo, hi = float(mn), float(mx)
-        if not (lo > hi or (lo == hi and abs(lo) >= _F32_TINY)):
+        if math.isfinite(lo) and math.isfinite(hi) and not (lo > hi or (lo == hi and abs(lo) >= _F32_TINY)):
             return
     with np.errstate(invalid="ignore"):
-        reversed_ = np.greater(mn, mx)
-        zero_width = np.equal(mn, mx) & (np.abs(mn) >= np.finfo(np.float32).tiny)  # not 0 (TF's zeros), not flushed
+        finite = np.isfinite(mn) & np.isfinite(mx)
+        reversed_ = np.greater(mn, mx) & finite
+        zero_width = np.equal(mn, mx) & (np.abs(mn) >= np.finfo(np.float32).tiny) & finite  # not 0, not flushed
     for bad, what, result in ((reversed_, "min > max", "quantize every input to one constant"),
-                              (zero_width, "min == max != 0", "divide by a zero scale (the forward output is NaN)")):
+                              (zero_width, "min == max != 0", "divide by a zero scale (the forward output is NaN)"),
+                              (~finite, None, _not_finite_result(spec, np.ndim(finite) > 0))):
         if bad.any():
             n, of = int(bad.sum()), bad.size
             where = "" if bad.ndim == 0 else f" in {n} of {of} channel{'s' * (of != 1)}"
-            c.warn(f"{what}{where}: TF (and this op) then {result}", "min")
+            blame = "min" if what or not np.isfinite(mn).all() else "max"
+            c.warn(_NOT_FINITE.format(where=where, result=result) if what is None else
+                   f"{what}{where}: TF (and this op) then {result}", blame)
 
 
 def widened(call):

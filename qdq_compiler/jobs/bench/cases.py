@@ -81,7 +81,8 @@ def parse_sizes(text) -> list[int]:
         raise QDQError(f"--sizes {text!r}: expected comma-separated log2 element counts, e.g. 10,14,18,22,24",
                        arg="--sizes") from None
     if not sizes or sizes[0] < 0 or sizes[-1] > 30:
-        raise QDQError(f"--sizes {text!r}: log2 sizes must lie in 0..30 (the issue measures 10..26)", arg="--sizes")
+        raise QDQError(f"--sizes {text!r}: bench's sizes are log2 element counts (24 = 2^24 elements), each in "
+                       f"0..30; the default measures 10,14,18,22,24", arg="--sizes")
     return sizes
 
 

@@ -149,8 +149,13 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     run_on, skipped, compile_only = select_targets(targets)
     semantics = tuple(SEM.get(s).name for s in semantics)
     entries = build_matrix(ops, dtypes, semantics)
+    if not entries:
+        raise QDQError(f"no configuration to validate: {_why_empty(ops, dtypes, semantics)}", arg="--dtypes")
     if shard:
         entries = shard_of(entries, *shard)
+        if not entries:
+            raise QDQError(f"shard {shard[0]}/{shard[1]} is empty: the matrix has "
+                           f"{_count(len(build_matrix(ops, dtypes, semantics)), 'configuration')}", arg="--shard")
     # bound once, before compiling: the oracle's answers are reused on every target, and the views the
     # calls pick tell precompile which artifacts they need
     cases = {e.name: bound_calls(e, sizes, seed) for e in entries}
@@ -182,12 +187,19 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         print(f"{t}: skipped ({why})", file=sys.stderr)
     bad = [c for c in cells if not c.ok]
     elapsed = time.perf_counter() - t0
-    text = (f"{len(cells) - len(bad)} of {_count(len(cells), 'cell')} exact ({_count(len(entries), 'configuration')} x "
-            f"{_count(len(run_on), 'target')}: {', '.join(run_on)}; sizes {', '.join(map(str, sizes))}"
-            + (f"; compiled only: {', '.join(compile_only)}" if compile_only else "") + f"); {elapsed:.1f} s")
+    exact = sum(c.status == "exact" for c in cells)
+    compiled = sum(c.short() == "compiled" for c in cells)
+    compared = sum(c.status != "skipped" for c in cells)   # run against the oracle (exact, ulp or error)
+    text = (f"{exact} of {_count(compared, 'cell')} exact ({_count(len(entries), 'configuration')} x "
+            f"{_count(len(run_on), 'target')}: {', '.join(run_on) or 'none'}; sizes {', '.join(map(str, sizes))})"
+            + (f"; {compiled} compiled, not run: {', '.join(compile_only)}" if compile_only else "")
+            + (f"; {len(cells) - compared - compiled} skipped (a dtype the target lacks)"
+               if len(cells) - compared - compiled else "")
+            + (f"; targets skipped: {', '.join(skipped)}" if skipped else "") + f"; {elapsed:.1f} s")
     summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
                "semantics": list(semantics),
-               "configurations": len(entries), "cells": len(cells), "exact": len(cells) - len(bad),
+               "configurations": len(entries), "cells": len(cells), "compared": compared, "exact": exact,
+               "compiled_only": compiled,
                "failed": len(bad), "seconds": round(elapsed, 2), "text": text, "seed": seed, "sizes": list(sizes),
                "known_deviations": {n: T.get(n).deviation for n in run_on if T.get(n).deviation},
                "host_cpu": env["host_cpu"], "devices": env["devices"], "iree_compiler": env["iree_compiler"],
@@ -204,10 +216,26 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     if divergence:
         print(f"{divergence['total']} (tf-cpu against tf-xla; per configuration in the reports and 'qdqc diverge')")
     print(text)
+    if not compared:
+        print("nothing was compared with the oracle: no selected target runs here "
+              f"({'; '.join(f'{t}: {why}' for t, why in skipped.items()) or 'none selected'})", file=sys.stderr)
     if json_path:
         _write(json_path, report.json_report(cells, summary, coverage, env, divergence))
     if junit_path:
         _write(junit_path, report.junit(cells, skipped, summary, coverage, divergence))
     if markdown_path:
         _write(markdown_path, report.markdown(cells, run_on + compile_only, skipped, summary, coverage, divergence))
-    return 1 if bad else 0
+    return 1 if bad or not compared else 0
+
+
+def _why_empty(ops, dtypes, semantics) -> str:
+    """Why --ops/--dtypes/--semantics select no configuration: what each op takes under each semantics."""
+    parts = []
+    for name in ops or op_registry.OPS:
+        spec = op_registry.get(name)
+        for sem in semantics:
+            why = spec.family.unsupported(spec, sem)
+            parts.append(f"{name} under {sem}: {why}" if why else
+                         f"{name} takes {', '.join(spec.family.dtypes(spec, sem))} under {sem}")
+    asked = f" (asked for {', '.join(dtypes)})" if dtypes else ""
+    return "; ".join(parts) + asked
