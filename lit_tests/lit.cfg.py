@@ -26,6 +26,8 @@ Environment knobs: QDQ_LIT_TIMEOUT (seconds per test, default 120; 0 = none), QD
 artifact cache `qdqc compile` uses; default: lit_tests/Output/qdq_cache), PYTHONPATH and
 QDQ_TEMPLATE_DIR are passed through (tests/test_lit_mutation.py points the suite at broken templates),
 QDQ_IREE_TOOLS and QDQ_IREE_ALLOW_MISMATCH too (bring your own IREE, see lit_tests/README.md).
+The targets are probed in a child process (no GPU driver in lit's own, which forks the workers);
+QDQ_LIT_REPORT_DRIVERS=1 notes which GPU driver libraries lit's process has loaded (tests/test_lit_config.py).
 """
 import os
 import re
@@ -166,15 +168,41 @@ except ImportError as e:
     lit_config.fatal(f"lit must run under a Python that imports qdq_compiler ({sys.executable}: {e}); "
                      f"use the venv's lit, e.g. .venv/bin/lit -sv lit_tests")
 
+
+
+def _probe_targets():
+    """{target: (available, why not)}, probed in a child process: creating a device loads the Vulkan (or CUDA)
+    driver, whose threads would live on in lit's process, the one lit forks its workers from (issue 29.4:
+    a run stopped for 11 minutes with a driver thread spinning in lit and no test running)."""
+    import json
+    import subprocess
+    code = ("import json; from qdq_compiler import targets as T; "
+            "print(json.dumps({n: T.get(n).availability() for n in T.TARGETS}))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **{k: v for k, v in config.environment.items() if k != "PATH"}))
+    if r.returncode:
+        lit_config.fatal(f"probing the targets failed ({sys.executable} -c ...): {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+_available = _probe_targets()
 _subst = []
 for name, target in _targets.TARGETS.items():
     key = name.replace("-", "_")
     _subst.append((f"%{key}_flags", " ".join(_quote(f) for f in target.compile_flags)))
     _subst.append((f"%{key}_device", f"--device={target.driver}"))
-    ok, why = target.availability()
+    ok, why = _available[name]
     if ok:
         config.available_features.add(name)
     else:
         lit_config.note(f"target {name} unavailable here ({why}); tests that REQUIRE it are UNSUPPORTED")
 # Ahead of the tool names, longest first, so that no substitution is a prefix of a later one.
 config.substitutions[:0] = sorted(_subst, key=lambda kv: -len(kv[0]))
+
+# QDQ_LIT_REPORT_DRIVERS=1: name the GPU driver libraries lit's own process has loaded (none: the probe runs in
+# a child; tests/test_lit_mutation.py checks it).
+if os.environ.get("QDQ_LIT_REPORT_DRIVERS") and os.path.exists("/proc/self/maps"):
+    with open("/proc/self/maps") as _maps:
+        _drivers = sorted({line.split()[-1].rsplit("/", 1)[-1] for line in _maps
+                           if re.search(r"libvulkan|libcuda|_icd|libnvidia", line)})
+    lit_config.note(f"GPU driver libraries in lit's process: {', '.join(_drivers) or 'none'}")
