@@ -14,6 +14,7 @@ import numpy as np
 
 from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
+from .outputs import check_writable, save_arrays, write_atomic
 
 EXAMPLES = {
     "ops": "qdqc ops\n  qdqc ops --json",
@@ -118,9 +119,9 @@ def cmd_emit(args):
 
 def cmd_compile(args):
     from .execute import artifact_for
+    check_writable(args.output, "-o")
     art = artifact_for(_config(args))
-    with open(args.output, "wb") as f:
-        f.write(art.vmfb)
+    write_atomic(args.output, art.vmfb, "-o")
     print(f"wrote {args.output} ({len(art.vmfb)} bytes, function @{args.op}, flags: {' '.join(art.flags)})",
           file=sys.stderr)
     return 0
@@ -151,14 +152,11 @@ def cmd_run(args):
         if dtype.kind == "i" and not float(number).is_integer():
             raise QDQError(f"--input {number!r} for {inp.name} must be an integer ({dtype.name})", arg="--input")
         kwargs[inp.name] = np.array(int(number) if dtype.kind == "i" else number, dtype)
+    check_writable(args.output, "-o")
     result = getattr(raw_ops, args.op)(**kwargs, target=args.target, semantics=args.semantics)
     outs = result if isinstance(result, tuple) else (result,)
     if args.output:
-        if len(outs) == 1:
-            np.save(args.output, outs[0])
-        else:
-            np.savez(args.output, **dict(zip(spec.outputs, outs)))
-        print(f"wrote {args.output}", file=sys.stderr)
+        print(f"wrote {save_arrays(args.output, dict(zip(spec.outputs, outs)), '-o')}", file=sys.stderr)
     else:
         with np.printoptions(precision=9, threshold=200):
             for name, o in zip(spec.outputs, outs):
@@ -219,6 +217,8 @@ def cmd_diverge(args):
         ops.get(o)
     if args.size < 1:
         raise QDQError("--size must be a positive element count", arg="--size")
+    for option in ("json", "markdown", "junit"):
+        check_writable(getattr(args, option), f"--{option}")
     return run(_csv(args.ops), dts, args.size, args.seed, args.json, args.markdown, args.junit)
 
 
@@ -240,6 +240,8 @@ def cmd_validate(args):
             shard = ()
         if len(shard) != 2 or not 1 <= shard[0] <= shard[1]:
             raise QDQError(f"--shard {args.shard!r}: expected i/n with 1 <= i <= n", arg="--shard")
+    for option in ("report", "junit", "markdown"):
+        check_writable(getattr(args, option), f"--{option}")
     if args.jobs is not None and args.jobs < 1:
         raise QDQError(f"--jobs {args.jobs}: must be >= 1 (leave it out for one per core)", arg="--jobs")
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
@@ -259,6 +261,8 @@ def cmd_bench(args):
     if repeat < 1:
         raise QDQError(f"--repeat {repeat}: must be >= 1", arg="--repeat")
     frameworks = bench.parse_frameworks(args.frameworks)
+    check_writable(args.json, "--json")
+    check_writable(args.plot, "--plot")
     return bench.benchmark(cases, targets, sizes, repeat, json_path=args.json, plot_path=args.plot,
                            frameworks=frameworks)
 

@@ -381,3 +381,43 @@ def test_validate_runs_tfs_edge_cases_without_warnings(capsys):
     rc, _, err = qdqc(["validate", "--ops", "FakeQuantWithMinMaxVarsPerChannel", "--dtypes", "f32", "--targets", "cpu",
                        "--sizes", "100", "--no-progress"], capsys)
     assert rc == 0 and "warning" not in err.lower(), err
+
+
+# ------------------------------------------------------------------------------------------------
+# Outputs (issue 29.6): every path is checked before the work, and written whole or not at all
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["validate", "--ops", ARGS, "--report", "/no/such/dir/r.json"], "--report"),
+    (["validate", "--ops", ARGS, "--junit", "/no/such/dir/r.xml"], "--junit"),
+    (["validate", "--ops", ARGS, "--markdown", "{dir}"], "--markdown"),
+    (["diverge", "--ops", VARS, "--json", "/no/such/dir/d.json"], "--json"),
+    (["bench", "--ops", ARGS, "--sizes", "4", "--plot", "/no/such/dir/b.png"], "--plot"),
+])
+def test_an_output_that_cannot_be_written_fails_before_the_work(argv, option, npy, capsys, monkeypatch):
+    from qdq_compiler import execute
+    monkeypatch.setattr(execute, "artifact_for", lambda cfg: pytest.fail("compiled before checking the outputs"))
+    rc, out, err = qdqc(_fill(argv, files(npy)), capsys)
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1 and f"qdqc: error: {option} " in err, err
+
+
+def test_a_failed_write_names_the_file_and_leaves_nothing_behind(npy, capsys, tmp_path, monkeypatch):
+    import errno
+    import qdq_compiler.outputs as O
+
+    def full_disk(src, dst):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(O.os, "replace", full_disk)
+    target = tmp_path / "y.npy"
+    rc, out, err = qdqc(["run", ARGS, "--input", files(npy)["x"], "--target", "oracle", "-o", target], capsys)
+    assert rc == 2 and err == f"qdqc: error: cannot write {target}: No space left on device\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".qdqc-", "y"))) == []
+
+
+def test_outputs_are_written_with_the_usual_suffix_and_mode(npy, capsys, tmp_path):
+    rc, out, err = qdqc(["run", ARGS, "--input", files(npy)["x"], "--target", "oracle", "-o", tmp_path / "y"], capsys)
+    assert rc == 0 and err == f"wrote {tmp_path / 'y.npy'}\n"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "y.npy").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert np.load(tmp_path / "y.npy").shape == (9,)

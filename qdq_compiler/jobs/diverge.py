@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtypes as DT
 from .. import ops
 from ..errors import QDQError, QDQWarning
+from ..outputs import write_atomic
 from ..numerics import bits, sum_within_bound, ulp_distance
 from ..oracle import compute
 from ..validation import bind
@@ -212,13 +213,8 @@ def run(ops_=None, dtypes=None, size: int = 100_000, seed: int = 0, json_path=No
     if not rows:  # nothing compared is no answer: say why, and fail (a typo must not pass a CI step)
         raise QDQError(f"nothing to compare: {_why_none(ops_, dtypes)}", arg="--ops")
     print(format_table(rows))
-    if json_path:
-        with open(json_path, "w") as f:
-            f.write(json_report(rows, size, seed))
-    if markdown_path:
-        with open(markdown_path, "w") as f:
-            f.write(markdown(rows))
-    if junit_path:
-        with open(junit_path, "w") as f:
-            f.write(junit(rows, size, seed))
+    for path, text in ((json_path, lambda: json_report(rows, size, seed)), (markdown_path, lambda: markdown(rows)),
+                       (junit_path, lambda: junit(rows, size, seed))):
+        if path:
+            write_atomic(path, text())
     return 0

@@ -5,6 +5,7 @@ import json
 import sys
 
 from ... import targets as T
+from ...outputs import write_atomic
 from .cases import FRAMEWORKS, Case
 from .measure import run_bench
 from .report import format_table, plot
@@ -27,8 +28,7 @@ def benchmark(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
                     latency=True, log=_log)
     print(format_table(res))
     if json_path:
-        with open(json_path, "w") as f:
-            json.dump(res, f, indent=1)
+        write_atomic(json_path, json.dumps(res, indent=1), "--json")
         print(f"wrote {json_path}", file=sys.stderr)
     if plot_path and plot(res, plot_path):
         print(f"wrote {plot_path}", file=sys.stderr)

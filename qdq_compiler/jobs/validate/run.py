@@ -14,6 +14,7 @@ from ... import targets as T
 from .. import diverge
 from ...compile import compiler_version
 from ...errors import QDQError
+from ...outputs import write_atomic
 from . import report
 from .cells import Cell, bound_calls, run_cell
 from .coverage import entry_coverage
@@ -125,8 +126,7 @@ def select_targets(names: list[str] | None) -> tuple[list[str], dict[str, str], 
 
 
 def _write(path: str, text: str):
-    with open(path, "w") as f:
-        f.write(text)
+    write_atomic(path, text)
 
 
 def run_validation(ops: list[str] | None = None, targets: list[str] | None = None,
