@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import warnings
 
@@ -14,6 +13,7 @@ import numpy as np
 
 from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
+from .cli_inputs import negative_literals, read_inputs
 from .outputs import check_writable, save_arrays, write_atomic
 
 EXAMPLES = {
@@ -59,14 +59,6 @@ def parse_attr_value(op: str, text: str):
         return name, value
     except ValueError:
         raise QDQError(f"--attr {name}={value!r}: expected {dict(bool='a bool (true/false)', int='an int', float='a float').get(attr.kind.__name__, 'a string')}", arg=name) from None
-
-
-def _number(text: str):
-    """``text`` as a float (decimal or C99 hex), or None if it is not a number."""
-    try:
-        return float.fromhex(text) if text.lower().lstrip("-+").startswith("0x") else float(text)
-    except ValueError:
-        return None
 
 
 def _count(n: int, word: str) -> str:
@@ -134,29 +126,14 @@ def cmd_run(args):
     if len(inputs) != len(spec.inputs):
         raise QDQError(f"{args.op} takes {_count(len(spec.inputs), 'input')} ({', '.join(spec.input_names)}), "
                        f"got {len(inputs)} --input", arg="--input")
-    kwargs = _attrs(args)
-    literals = {}
-    for inp, text in zip(spec.inputs, inputs):
-        number = _number(text)
-        if number is not None and not os.path.isfile(text):
-            literals[inp] = number  # a literal scalar (min/max, V3's num_bits): typed once the data is read
-            continue
-        try:
-            kwargs[inp.name] = np.load(text, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise QDQError(f"--input {text}: cannot read a .npy file ({e}), nor is it a number", arg="--input") from None
-    element = next((kwargs[i.name].dtype for i in spec.inputs if i.name in kwargs and i.dtype == "T"),
-                   np.dtype(np.float32))
-    for inp, number in literals.items():
-        dtype = np.dtype(inp.dtype) if inp.dtype != "T" else element
-        if dtype.kind == "i" and not float(number).is_integer():
-            raise QDQError(f"--input {number!r} for {inp.name} must be an integer ({dtype.name})", arg="--input")
-        kwargs[inp.name] = np.array(int(number) if dtype.kind == "i" else number, dtype)
+    kwargs = {**_attrs(args), **read_inputs(spec, inputs)}
     check_writable(args.output, "-o")
     result = getattr(raw_ops, args.op)(**kwargs, target=args.target, semantics=args.semantics)
     outs = result if isinstance(result, tuple) else (result,)
     if args.output:
-        print(f"wrote {save_arrays(args.output, dict(zip(spec.outputs, outs)), '-o')}", file=sys.stderr)
+        note = " (bfloat16, which .npy stores as |V2: read it back with np.load(f).view(ml_dtypes.bfloat16))" \
+            if any(o.dtype == dtypes.get("bfloat16").np for o in outs) else ""
+        print(f"wrote {save_arrays(args.output, dict(zip(spec.outputs, outs)), '-o')}{note}", file=sys.stderr)
     else:
         with np.printoptions(precision=9, threshold=200):
             for name, o in zip(spec.outputs, outs):
@@ -338,7 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an attribute of the op, repeatable (e.g. --attr num_bits=4 --attr narrow_range=true)")
     p.add_argument("--input", action="append", metavar="FILE.npy|NUMBER",
                    help="one per op input, in order: a .npy file, or a number for a scalar input (min, max, "
-                        "num_bits), typed like the data")
+                        "num_bits), typed like the data; a bfloat16 array saved with np.save (stored as |V2) is "
+                        "read as bfloat16")
     p.add_argument("--target", default="cpu", help="a target, or 'oracle' for the NumPy reference")
     _semantics_arg(p)
     p.add_argument("-o", "--output", help=".npy (one output) or .npz (several) to write")
@@ -397,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    args = ap.parse_args(negative_literals([str(a) for a in (sys.argv[1:] if argv is None else argv)]))
     try:
         with warnings.catch_warnings():
             if args.command in ("validate", "diverge"):  # its matrix runs TF's edge cases (min > max...) on purpose

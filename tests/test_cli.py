@@ -104,7 +104,9 @@ QDQ_ERRORS = [
     ("run-int-input", ["run", ARGS, "--input", "{xi}"], ["int64", "float32"]),
     ("run-f16-input-qdq", ["run", "QuantizeAndDequantizeV2", "--input", "{x16}", "--input", "-1", "--input", "1"],
      ["float16", "semantics='tf-xla'"]),
-    ("run-garbage-file", ["run", ARGS, "--input", "{garbage}"], ["cannot read a .npy file"]),
+    ("run-garbage-file", ["run", ARGS, "--input", "{garbage}"], ["not a .npy file (no NumPy header", "np.save"]),
+    ("run-negative-inf-literal", ["run", VARS, "--input", "{x}", "--input", "-inf", "--input", "-nan",
+                                  "--target", "bogus"], ["unknown target 'bogus'"]),
     ("run-truncated-file", ["run", ARGS, "--input", "{truncated}"], ["cannot read a .npy file"]),
     ("run-pickled-file", ["run", ARGS, "--input", "{pickled}"], ["cannot read a .npy file"]),
     ("run-missing-file", ["run", ARGS, "--input", "{missing}"], ["no-such-file.npy"]),
@@ -421,3 +423,19 @@ def test_outputs_are_written_with_the_usual_suffix_and_mode(npy, capsys, tmp_pat
     os.umask(mask)
     assert (tmp_path / "y.npy").stat().st_mode & 0o777 == 0o666 & ~mask
     assert np.load(tmp_path / "y.npy").shape == (9,)
+
+
+def test_run_reads_a_bfloat16_npy_and_types_literals_like_it(npy, capsys, tmp_path):
+    """Issue 29.3: np.save stores bfloat16 as |V2; it used to be refused, and beside a literal, a traceback."""
+    import ml_dtypes
+    xb = np.linspace(-2, 2, 9).astype(ml_dtypes.bfloat16)
+    path = npy("xb.npy", xb)
+    assert np.load(path).dtype.kind == "V"   # what np.save writes
+    rc, out, err = qdqc(["run", VARS, "--input", path, "--input", "-1", "--input", "1", "--semantics", "tf-xla",
+                         "-o", tmp_path / "yb.npy"], capsys)
+    assert rc == 0 and "bfloat16" in err and "view(ml_dtypes.bfloat16)" in err
+    got = np.load(tmp_path / "yb.npy").view(ml_dtypes.bfloat16)
+    import qdq_compiler as q
+    want = q.oracle.raw_ops.FakeQuantWithMinMaxVars(inputs=xb, min=ml_dtypes.bfloat16(-1), max=ml_dtypes.bfloat16(1),
+                                                    semantics="tf-xla")
+    assert got.dtype == want.dtype and np.array_equal(got.view(np.uint16), want.view(np.uint16))
