@@ -1,5 +1,7 @@
 """`qdqc validate`: the report formats, mismatch detection, sharding, and CUDA compiling everything."""
 import json
+import re
+import shlex
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
@@ -91,6 +93,21 @@ def test_a_mismatch_fails_the_run(tmp_path, monkeypatch):
     assert all(c["status"] == "ulp" and c["max_ulp"] >= 1 for c in report["cells"])
     assert int(junit.get("failures")) == report["summary"]["cells"]
     assert "ulp" in md
+    # Issue 29.2: the first failing case, in every report, with a command that reruns it
+    cell = next(c for c in report["cells"] if c["entry"].endswith(":f32:dynamic"))
+    first = cell["first_failure"]
+    assert first["output"] == "outputs" and first["index"] == [0] and first["differ"] == 1
+    assert first["expected"] != first["got"] and re.fullmatch(r"-?[\d.e+-]+ \(0x[0-9a-f]{8}\)", first["got"])
+    assert "input" in first and "num_bits=" in first["attributes"]
+    assert f"First: output outputs, 1 of {first['elements']} elements differ; at index [0], input " in cell["detail"]
+    assert any(cell["detail"] == t.find("failure").text for t in junit.iter("testcase"))
+    assert "## Mismatches and errors" in md and f"Rerun: `{cell['first_failure']['reproduce']}`" in md
+    cmd = shlex.split(first["reproduce"])
+    assert cmd[:3] == ["qdqc", "run", "FakeQuantWithMinMaxVars"] and "--target" in cmd
+    monkeypatch.undo()
+    assert cli.main(cmd[1:] + ["-o", str(tmp_path / "rerun.npy")]) == 0
+    got = np.load(tmp_path / "rerun.npy").ravel()[0]
+    assert f"(0x{got.view(np.uint32):08x})" in first["got"]   # the target's answer, rerun
 
 
 def test_shards_partition_the_matrix():

@@ -11,6 +11,7 @@ from ... import targets as T
 from ...errors import QDQError, QDQWarning
 from ...numerics import bit_equal, sum_within_bound, ulp_distance
 from ...validation import Call, bind
+from . import diagnose
 from .inputs import entry_calls
 from .matrix import MatrixEntry
 
@@ -24,6 +25,7 @@ class Cell:
     max_ulp: int = 0
     cases: int = 0
     seconds: float = 0.0
+    first_failure: dict | None = None   # diagnose.first_difference of the first failing call, with "reproduce"
 
     @property
     def ok(self) -> bool:
@@ -76,18 +78,20 @@ def run_cell(entry: MatrixEntry, target: str, sizes, seed: int, goldens: bool = 
                     "generated input was refused", seconds=time.perf_counter() - t0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QDQWarning)
-        worst, n, error = _compare(entry, target, calls)
+        worst, n, error, failing, first = _compare(entry, target, calls)
     seconds = time.perf_counter() - t0
     if error:
         return Cell(entry.name, target, "error", error, cases=n, seconds=seconds)
-    status = "exact" if worst == 0 else "ulp"
-    return Cell(entry.name, target, status, "" if worst == 0 else f"max {worst} ulp", worst, n, seconds)
+    if worst == 0:
+        return Cell(entry.name, target, "exact", "", 0, n, seconds)
+    return Cell(entry.name, target, "ulp", diagnose.describe(worst, failing, n, first), worst, n, seconds, first)
 
 
-def _compare(entry: MatrixEntry, target: str, cases: list[Case]) -> tuple[int, int, str]:
-    """(largest ulp distance, calls run, first error or '') of ``cases`` on ``target`` against the oracle."""
+def _compare(entry: MatrixEntry, target: str, cases: list[Case]) -> tuple[int, int, str, int, dict | None]:
+    """(largest ulp distance, calls run, first error or '', calls that differ, the first difference) of
+    ``cases`` on ``target`` against the oracle."""
     spec = ops.get(entry.op)
-    worst, n = 0, 0
+    worst, n, failing, first = 0, 0, 0, None
     for case in cases:
         call = case.call
         if case.want is None:
@@ -96,13 +100,22 @@ def _compare(entry: MatrixEntry, target: str, cases: list[Case]) -> tuple[int, i
         try:
             got = execute.run(call, target, static=entry.static)
         except QDQError as e:
-            return worst, n, str(e).splitlines()[0][:300]
+            return worst, n, str(e).splitlines()[0][:300], failing, first
         n += 1
+        bad = None
         for name, g, w in zip(spec.outputs, got, want):
-            if name in spec.sum_outputs:  # policy 6: a sum's order is free
-                if not sum_within_bound(g, w, call.arrays[spec.input("grad").name]):
-                    worst = max(worst, ulp_distance(g, w))
+            if name in spec.sum_outputs:  # policy 6: a sum's order is free (NaN against NaN is no difference)
+                if sum_within_bound(g, w, call.arrays[spec.input("grad").name]) or not ulp_distance(g, w):
+                    continue
+                worst = max(worst, ulp_distance(g, w))
+            elif bit_equal(g, w):
                 continue
-            if not bit_equal(g, w):
+            else:
                 worst = max(worst, max(ulp_distance(g, w), 1))
-    return worst, n, ""
+            bad = bad or (name, g, w)
+        if bad:
+            failing += 1
+            if first is None:
+                first = diagnose.first_difference(spec, call, *bad)
+                first["reproduce"] = diagnose.reproduce(entry, target, call)
+    return worst, n, "", failing, first

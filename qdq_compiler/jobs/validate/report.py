@@ -80,6 +80,12 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
                    + " | ".join(by_t[t].short() if t in by_t else "-" for t in targets) + " |")
     for t, why in skipped.items():
         out.append(f"\n{t}: skipped ({why})")
+    bad = [c for c in cells if not c.ok]
+    if bad:
+        out += ["", "## Mismatches and errors", ""]
+        for c in bad:
+            text, _, rerun = c.detail.partition(" Rerun: ")
+            out.append(f"- `{c.entry}` on {c.target}: {escape(text)}" + (f" Rerun: `{rerun}`" if rerun else ""))
     if cov:
         out += ["", "## Numeric attribute sets per configuration", ""]
         out += [f"- `{name}`: {_sets_text(c)}" for name, c in cov.items()]
