@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -373,7 +375,39 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+_interrupted = False
+
+
+def _on_interrupt(signum, frame):
+    """Ctrl-C: remember it, then interrupt as Python does. Raised inside IREE's argument packing, the
+    KeyboardInterrupt came out as a ValueError with a traceback (2 runs in 7); the flag tells it apart."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
+    """The command line; Ctrl-C anywhere exits 130 with one line."""
+    global _interrupted
+    _interrupted = False
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
+    try:
+        rc = _main(argv)
+    except BaseException as e:
+        if not (_interrupted or isinstance(e, KeyboardInterrupt)):
+            raise
+        rc = 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    if _interrupted or rc == 130:
+        print("qdqc: interrupted", file=sys.stderr)
+        return 130
+    return rc
+
+
+def _main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(negative_literals([str(a) for a in (sys.argv[1:] if argv is None else argv)]))
     try:
@@ -389,14 +423,16 @@ def main(argv=None) -> int:
             warnings.showwarning = one_line
             return args.func(args) or 0
     except QDQError as e:
+        if _interrupted:  # e.g. a compile the interrupt stopped: the interrupt is the news
+            return 130
         msg = " ".join(str(e).split("\n")[0].split()) if not getattr(e, "mlir", "") else str(e).split("\n")[0]
         print(f"qdqc: error: {msg}", file=sys.stderr)
         return 2
     except OSError as e:  # an unwritable -o, a missing config file
+        if _interrupted:
+            return 130
         print(f"qdqc: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
 
 
 if __name__ == "__main__":

@@ -439,3 +439,23 @@ def test_run_reads_a_bfloat16_npy_and_types_literals_like_it(npy, capsys, tmp_pa
     want = q.oracle.raw_ops.FakeQuantWithMinMaxVars(inputs=xb, min=ml_dtypes.bfloat16(-1), max=ml_dtypes.bfloat16(1),
                                                     semantics="tf-xla")
     assert got.dtype == want.dtype and np.array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_ctrl_c_exits_130_with_one_line_wherever_it_lands():
+    """Issue 29.5: a Ctrl-C inside IREE's argument packing came out as a ValueError traceback with status 1."""
+    import signal
+    import time
+    argv = [sys.executable, "-m", "qdq_compiler", "validate", "--ops", "QuantizeAndDequantizeV4", "--targets", "cpu",
+            "--semantics", "tf-cpu,tf-xla", "--sizes", "1000,300000", "--no-progress"]
+    delivered = 0
+    for delay in (0.7, 2.0, 4.0):
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        if p.poll() is not None:   # finished before the signal: nothing to interrupt
+            p.communicate()
+            continue
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        delivered += 1
+        assert p.returncode == 130 and err.strip().splitlines() == ["qdqc: interrupted"], (delay, p.returncode, err)
+    assert delivered, "the run finished before any signal: make it longer"
