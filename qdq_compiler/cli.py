@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
+import os
 import sys
-import threading
 import warnings
 
 import numpy as np
@@ -16,6 +15,7 @@ import numpy as np
 from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
 from .cli_inputs import negative_literals, read_inputs
+from .cli_interrupt import interrupted, run_interruptible
 from .outputs import check_writable, save_arrays, write_atomic
 
 EXAMPLES = {
@@ -295,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="TensorFlow's fake-quantization ops, compiled with IREE, bit-exact with TF 2.21.",
         epilog="examples:\n  " + "\n  ".join(v.splitlines()[0] for v in EXAMPLES.values()))
     ap.add_argument("--version", action=_Version)
+    ap.add_argument("--cache-dir", help="the artifact cache for this command (default: QDQ_CACHE_DIR, else "
+                                        "$XDG_CACHE_HOME/qdq_compiler or ~/.cache/qdq_compiler)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -335,20 +337,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", help="write a Markdown table here")
     p.add_argument("--shard", help="i/n: run the i-th of n slices of the matrix (1-based)")
     p.add_argument("--jobs", type=int, default=None, help="parallel compiles, >= 1 (default: one per core)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0): the same seed, "
+                                                         "sizes and matrix give the same calls on any machine")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress (default: a bar on a terminal, one line per step in a pipe or log)")
     p = add("diverge", "where TF's two answers (tf-cpu, tf-xla) differ, per configuration", cmd_diverge)
     p.add_argument("--ops", help="comma-separated op names (default: all)")
     p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16 (default: every one both semantics take)")
     p.add_argument("--size", type=int, default=100_000, help="elements per call (default 100000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--markdown", help="write a Markdown table here")
     p.add_argument("--junit", help="write JUnit XML here (a passing testcase per row, the figures as properties)")
     p = add("targets", "list the targets: which run here (and why not the others), their dtypes", cmd_targets)
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p = add("cache", "inspect or clear the artifact cache", cmd_cache)
+    p = add("cache", "inspect or clear the artifact cache (QDQ_CACHE_DIR or --cache-dir, else "
+            "$XDG_CACHE_HOME/qdq_compiler or ~/.cache/qdq_compiler)", cmd_cache)
     p.add_argument("action", choices=("info", "clear"))
     p = add("bench", "measure throughput against a memory copy, NumPy and TF (if installed)", cmd_bench)
     p.add_argument("--ops", help="comma-separated op names (default: one per family)")
@@ -366,8 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="frameworks timed beside ours where installed: tf, torch, both (default) or 'none' "
                         "(their threads also load the machine the other variants run on)")
     p = add("build", "build a deployment bundle from a TOML/JSON config", cmd_build)
-    p.add_argument("--config", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--config", required=True, help="the bundle's description: a .toml or .json file "
+                                                    "(examples/qat_bundle.toml; README, Deployment bundles)")
+    p.add_argument("--out", required=True, help="the bundle's directory (made if missing): .vmfb files and manifest.json")
     p.add_argument("--targets", help="override the config's targets")
     p.add_argument("--target-cpu", default=None,
                    help="'host' or an LLVM CPU name (haswell, x86-64-v3, znver4...) for a tuned cpu build with FMA "
@@ -375,41 +380,17 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-_interrupted = False
-
-
-def _on_interrupt(signum, frame):
-    """Ctrl-C: remember it, then interrupt as Python does. Raised inside IREE's argument packing, the
-    KeyboardInterrupt came out as a ValueError with a traceback (2 runs in 7); the flag tells it apart."""
-    global _interrupted
-    _interrupted = True
-    raise KeyboardInterrupt
-
-
 def main(argv=None) -> int:
-    """The command line; Ctrl-C anywhere exits 130 with one line."""
-    global _interrupted
-    _interrupted = False
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
-    try:
-        rc = _main(argv)
-    except BaseException as e:
-        if not (_interrupted or isinstance(e, KeyboardInterrupt)):
-            raise
-        rc = 130
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, previous)
-    if _interrupted or rc == 130:
-        print("qdqc: interrupted", file=sys.stderr)
-        return 130
-    return rc
+    """The command line; Ctrl-C anywhere exits 130 with one line (cli_interrupt)."""
+    return run_interruptible(lambda: _main(argv))
 
 
 def _main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(negative_literals([str(a) for a in (sys.argv[1:] if argv is None else argv)]))
+    previous_cache = os.environ.get("QDQ_CACHE_DIR")
+    if args.cache_dir:
+        os.environ["QDQ_CACHE_DIR"] = args.cache_dir   # read by compile.cache_dir() at each use
     try:
         with warnings.catch_warnings():
             if args.command in ("validate", "diverge"):  # its matrix runs TF's edge cases (min > max...) on purpose
@@ -423,16 +404,21 @@ def _main(argv=None) -> int:
             warnings.showwarning = one_line
             return args.func(args) or 0
     except QDQError as e:
-        if _interrupted:  # e.g. a compile the interrupt stopped: the interrupt is the news
+        if interrupted():  # e.g. a compile the interrupt stopped: the interrupt is the news
             return 130
         msg = " ".join(str(e).split("\n")[0].split()) if not getattr(e, "mlir", "") else str(e).split("\n")[0]
         print(f"qdqc: error: {msg}", file=sys.stderr)
         return 2
     except OSError as e:  # an unwritable -o, a missing config file
-        if _interrupted:
+        if interrupted():
             return 130
         print(f"qdqc: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
+    finally:  # in-process callers (tests) keep their own cache
+        if args.cache_dir and previous_cache is None:
+            del os.environ["QDQ_CACHE_DIR"]
+        elif args.cache_dir:
+            os.environ["QDQ_CACHE_DIR"] = previous_cache
 
 
 if __name__ == "__main__":

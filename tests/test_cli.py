@@ -459,3 +459,19 @@ def test_ctrl_c_exits_130_with_one_line_wherever_it_lands():
         delivered += 1
         assert p.returncode == 130 and err.strip().splitlines() == ["qdqc: interrupted"], (delay, p.returncode, err)
     assert delivered, "the run finished before any signal: make it longer"
+
+
+def test_cache_dir_puts_this_commands_cache_there(capsys, tmp_path):
+    """Issue 29.10: --cache-dir (QDQ_CACHE_DIR for one command), and the caller's environment is kept."""
+    before = os.environ.get("QDQ_CACHE_DIR")
+    rc, out, err = qdqc(["--cache-dir", tmp_path / "c", "compile", ARGS, "-o", tmp_path / "a.vmfb"], capsys)
+    assert rc == 0 and any((tmp_path / "c").rglob("*.vmfb"))
+    assert os.environ.get("QDQ_CACHE_DIR") == before
+    rc, out, err = qdqc(["--cache-dir", tmp_path / "c", "cache", "info"], capsys)
+    assert rc == 0 and str(tmp_path / "c") in out
+    rc, out, _ = qdqc(["cache", "--help"], capsys)
+    assert "QDQ_CACHE_DIR or --cache-dir" in out
+    for command, option in (("validate", "--seed"), ("diverge", "--seed"), ("build", "--config"), ("build", "--out")):
+        rc, out, _ = qdqc([command, "--help"], capsys)
+        line = next(line for line in out.splitlines() if line.strip().startswith(option))
+        assert len(out[out.index(line):].split("\n  ")[0].split()) > 3, f"{command} {option} has no help"

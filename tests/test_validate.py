@@ -37,7 +37,7 @@ def test_reports_agree_and_are_well_formed(tmp_path, capsys):
     for e in entries:
         assert f"`{e.name}`" in md
     out = capsys.readouterr().out
-    assert "cells exact" in out and "FakeQuantWithMinMaxArgs[]:f32:dynamic" in out
+    assert "cells exact" in out and "FakeQuantWithMinMaxArgs:f32:dynamic" in out
 
 
 def test_both_semantics_add_where_tfs_answers_differ_to_every_report(tmp_path, capsys):

@@ -101,7 +101,7 @@ def test_json_report_says_what_it_covered(piped):
         else:
             assert e["goldens"] > 0
     # FakeQuantWithMinMaxArgs' random calls: 8/false, 4/true and 16/false with float min/max attributes
-    args = entries["FakeQuantWithMinMaxArgs[]:f32:dynamic"]
+    args = entries["FakeQuantWithMinMaxArgs:f32:dynamic"]
     assert {"num_bits=8 narrow_range=false", "num_bits=4 narrow_range=true", "num_bits=16 narrow_range=false"} <= \
         {a["attrs"] for a in args["attribute_sets"] if a["random"]}
     assert all(" min=" in c and " max=" in c for c in args["random_calls"])

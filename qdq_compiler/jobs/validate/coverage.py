@@ -1,5 +1,5 @@
 """What a configuration covers: its structural attributes, and the numeric attribute sets of its calls
-(TF goldens and random calls, counted), so a report row says more than ``FakeQuantWithMinMaxArgs[]``."""
+(TF goldens and random calls, counted), so a report row says more than ``FakeQuantWithMinMaxArgs:f32:dynamic``."""
 from __future__ import annotations
 
 import numpy as np

@@ -20,7 +20,7 @@ class MatrixEntry:
     def name(self) -> str:
         a = ",".join(f"{k}={v}" for k, v in self.attrs)
         sem = "" if self.semantics == "tf-cpu" else f"@{self.semantics}"
-        return f"{self.op}[{a}]:{DT.get(self.dtype).short}:{'static' if self.static else 'dynamic'}{sem}"
+        return f"{self.op}{f'[{a}]' if a else ''}:{DT.get(self.dtype).short}:{'static' if self.static else 'dynamic'}{sem}"
 
     @property
     def attr(self) -> dict:

@@ -7,6 +7,7 @@ goldens came from (``coverage.entry_coverage``, ``environment.environment``)."""
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import asdict
 from xml.sax.saxutils import escape, quoteattr
 
@@ -22,14 +23,22 @@ def _rows(cells: list[Cell]) -> dict[str, dict[str, Cell]]:
     return rows
 
 
+LEGEND = ("A configuration is Op[structural attributes]:dtype:shape@semantics: 'dynamic' is one artifact for "
+          "every size, 'static' one compiled for the exact shape; no suffix is tf-cpu (TF's CPU kernels), "
+          "@tf-xla TF's XLA answer. A cell is 'exact' (every bit as the oracle), 'ulp N' (the largest distance "
+          "in units in the last place; 4611686018427387904 = 2^62 means NaN in one answer only), 'ERROR', "
+          "'compiled' (no device here) or 'skipped'. A progress line's '(?x? view, long-rows)' is the canonical "
+          "view of the data a call runs in, and the target's tuning for it: an artifact of its own.")
+
+
 def format_table(cells: list[Cell], targets: list[str]) -> str:
-    """One line per configuration, one column per target (what ``qdqc validate`` prints)."""
+    """One line per configuration, one column per target (what ``qdqc validate`` prints), then the legend."""
     rows = _rows(cells)
     w = max([len(r) for r in rows] + [10])
     lines = [f"{'configuration':<{w}}  " + "  ".join(f"{t:<10}" for t in targets)]
     for r, by_t in rows.items():
         lines.append(f"{r:<{w}}  " + "  ".join(f"{by_t[t].short() if t in by_t else '-':<10}" for t in targets))
-    return "\n".join(lines)
+    return "\n".join(lines + [textwrap.fill(LEGEND, 110)])
 
 
 def _run_facts(summary: dict) -> list[tuple[str, str]]:
@@ -78,6 +87,7 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
         attrs, cases = (attribute_values(c), f"{c['goldens']} + {c['random']}") if c else ("-", "-")
         out.append(f"| `{r}` | {attrs} | {cases} | "
                    + " | ".join(by_t[t].short() if t in by_t else "-" for t in targets) + " |")
+    out += ["", LEGEND]
     for t, why in skipped.items():
         out.append(f"\n{t}: skipped ({why})")
     bad = [c for c in cells if not c.ok]
