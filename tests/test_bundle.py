@@ -374,6 +374,9 @@ def test_cli_build_from_json(tmp_path, capsys):
     assert main(["build", "--config", str(cfg), "--out", str(tmp_path / "other")]) == 2
     assert "not empty" in capsys.readouterr().err
     assert main(["build", "--config", str(tmp_path / "missing.toml"), "--out", str(tmp_path / "d")]) == 2
+    (tmp_path / "b.yaml").write_text("targets: [cpu]\n")   # issue 29.9: it was parsed as TOML
+    assert main(["build", "--config", str(tmp_path / "b.yaml"), "--out", str(tmp_path / "d")]) == 2
+    assert "unknown format '.yaml'; write the config as .toml or .json" in capsys.readouterr().err
     assert main(["build", "--config", str(cfg), "--out", str(tmp_path / "d"), "--targets", "vmvx",
                  "--target-cpu", "host"]) == 2
 

@@ -57,6 +57,9 @@ def _cfg_error(source: str, msg: str) -> QDQError:
 
 
 def _read_config_file(path: Path) -> dict:
+    if path.suffix.lower() not in (".toml", ".json"):  # a .yaml read as TOML gave a baffling TOML error
+        raise _cfg_error(str(path), f"unknown format {path.suffix or '(no suffix)'!r}; write the config as .toml "
+                                    f"or .json (examples/qat_bundle.toml)")
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -102,7 +105,7 @@ def as_targets(value, source: str, what: str) -> tuple[str, ...]:
 
 
 def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
-    """A bundle config from a TOML/JSON file (by suffix; anything but .json is read as TOML) or a mapping.
+    """A bundle config from a .toml or .json file (by suffix; another suffix is an error) or a mapping.
 
     Top level: ``targets`` (default ``["cpu"]``), optional ``name``, ``target_cpu`` and
     ``schema_version`` (1), and ``entries``: a list of tables with ``op`` (a raw op name), ``attrs``
