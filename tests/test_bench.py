@@ -230,3 +230,21 @@ def test_pytorch_is_timed_beside_ours_where_installed(monkeypatch):
     assert "torch" in side and "ours faster" in side
     line = next(s for s in side.splitlines() if s.startswith("FakeQuantWithMinMaxArgs 2^8"))
     assert line.rstrip().endswith("x")
+
+
+def test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening(monkeypatch):
+    """Issue 29.11: the Vulkan device closes after 1 s idle; the bench keeps it open, so no timed call
+    pays for reopening it (tens of ms at 2^10)."""
+    from qdq_compiler import device_sessions as D
+    from qdq_compiler import targets as T
+    from qdq_compiler.jobs.bench import measure as M
+    ok, why = T.get("vulkan").availability()
+    if not ok:
+        pytest.skip(f"target vulkan unavailable: {why}")
+    monkeypatch.setenv("QDQ_DEVICE_IDLE_S", "0.05")   # closes at once when idle
+    D.close("vulkan")
+    before = D.opened.get("vulkan", 0)
+    res = bench.run_bench(bench.select_cases("FakeQuantWithMinMaxArgs"), ["vulkan"], [4, 6], repeat=3, tf=False,
+                          torch=False, latency=True)
+    assert D.opened.get("vulkan", 0) == before + 1
+    assert {r["variant"] for r in res["results"] if r["target"] == "vulkan"} == {"api", "device"}

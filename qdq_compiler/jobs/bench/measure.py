@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ... import execute, raw_ops, runtime
+from ... import device_sessions, execute, raw_ops, runtime
 from ... import targets as T
 from ...numerics import bit_equal, sum_within_bound
 from ...oracle import raw_ops as oracle_ops
@@ -225,13 +225,21 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
     for t in targets:
         ok, why = T.get(t).availability()
         (runnable.append(t) if ok else skipped.__setitem__(t, why))
-    rows = []
-    for case in cases:
-        for k in sizes:
-            rows += measure_case(case, k, runnable, repeat, frameworks, log)
-            gc.collect()
-            runtime.trim()
-    lat = measure_latency(runnable, repeat, frameworks=frameworks) if latency else []
+    # Each device stays open for the whole run: a Vulkan device closes after 1 s idle (Limits.idle_device_s),
+    # and reopening it takes tens of ms that no call of the op costs (issue 29.11).
+    unpins = [device_sessions.pin(d) for d in dict.fromkeys(T.get(t).driver for t in runnable)
+              if device_sessions.idle_seconds(d) is not None]
+    try:
+        rows = []
+        for case in cases:
+            for k in sizes:
+                rows += measure_case(case, k, runnable, repeat, frameworks, log)
+                gc.collect()
+                runtime.trim()
+        lat = measure_latency(runnable, repeat, frameworks=frameworks) if latency else []
+    finally:
+        for unpin in unpins:
+            unpin()
     copies = [r for r in rows if r["variant"] == "copy" and not r["case"].endswith("Gradient")
               and r["case"] != "QuantizeAndDequantizeV4Grad"]
     big = max((r["log2n"] for r in copies), default=None)
