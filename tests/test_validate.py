@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from qdq_compiler import cli, oracle
+from qdq_compiler import cli, oracle, ops
+from qdq_compiler import dtypes as DT
 from qdq_compiler.jobs import validate as V
 from qdq_compiler.jobs.validate.inputs import _shape_for
 from qdq_compiler.execute import artifact_for, config_for_entry
@@ -191,3 +192,20 @@ def test_default_targets_are_cpu_and_all_adds_every_available_one():
     with pytest.raises(QDQError, match="'all' stands alone") as e:
         V.select_targets(["all", "cpu"])
     assert e.value.arg == "targets"
+
+
+def test_16_bit_fakequant_cells_run_tfs_edge_cases_too():
+    """Issue 29.10: FakeQuant's float16/bfloat16 cells ran 6 random cases and no TF case; they now take TF's
+    float32 cases whose inputs their type holds exactly (the oracle's definition gives the answers)."""
+    for dt in ("f16", "bf16"):
+        for op in ("FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVarsPerChannelGradient"):
+            (entry,) = [e for e in V.build_matrix([op], [DT.get(dt).name]) if not e.static]
+            cases = V.bound_calls(entry, (64,), seed=1)
+            goldens = [c for c in cases if c.golden]
+            assert len(goldens) >= 20, (entry.name, len(goldens))
+            for c in goldens:
+                x = c.call.arrays[ops.get(op).data_input]
+                assert x.dtype == DT.get(dt).np
+            specials = np.concatenate([np.asarray(c.call.arrays[ops.get(op).data_input], np.float32).ravel()
+                                       for c in goldens])
+            assert np.isnan(specials).any() and (specials == 0).any()   # TF's edge values among them
