@@ -152,6 +152,10 @@ def test_iree_errors_read_as_one_line():
                        "installed and in dynamic library search path\nmore")
     assert readable_iree_error(raw) == "CUDA driver library 'libcuda.so'/'nvcuda.dll' not available"
     assert readable_iree_error(RuntimeError("")) == "RuntimeError"
+    # issue 29.9: a first line ending in ':' (its detail on the next line) printed "skipped (... PATH):)"
+    vk = RuntimeError("Error creating device: c/runtime/src/iree/hal/drivers/vulkan/registration.c:40: "
+                      "UNAVAILABLE; no Vulkan ICD found (VK_ICD_FILENAMES, LD_LIBRARY_PATH):\n  details")
+    assert readable_iree_error(vk) == "no Vulkan ICD found (VK_ICD_FILENAMES, LD_LIBRARY_PATH)"
     ok, why = targets.get("cuda").availability()
     assert ok or ("\n" not in why and ".c:" not in why), why
 

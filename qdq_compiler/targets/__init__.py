@@ -215,7 +215,7 @@ def readable_iree_error(e: Exception) -> str:
     line = re.sub(r"^Error creating (?:driver|device):\s*", "", line)
     line = re.sub(r"\S+\.(?:c|cc|cpp|h):\d+:\s*", "", line)
     line = re.sub(r"^[A-Z_]{4,};\s*", "", line)
-    line = re.split(r";\s*please\b", line)[0].strip()
+    line = re.split(r";\s*please\b", line)[0].strip().rstrip(":;,").strip()  # a first line ending in ':' read "PATH):)"
     return line or type(e).__name__
 
 
