@@ -7,20 +7,12 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from .errors import QDQError
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_MODE = 0o666 & ~_umask()   # what open() would give a new file
+from .fileio import atomic_write
 
 
 def check_writable(path, option: str):
@@ -38,24 +30,12 @@ def check_writable(path, option: str):
 
 
 def write_atomic(path, data: bytes | str, option: str | None = None):
-    """``data`` into ``path`` through a temporary file beside it, renamed into place once complete."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
+    """``data`` into ``path``, whole or not at all (fileio.atomic_write); an OSError becomes a QDQError that
+    names the file ("cannot write y.npy: No space left on device")."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".qdqc-", suffix=".part")
+        atomic_write(Path(path), data.encode() if isinstance(data, str) else data)
     except OSError as e:
-        raise QDQError(f"cannot write {path}: {e.strerror or e}", arg=option) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, _MODE)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise QDQError(f"cannot write {path}: {e.strerror or e}", arg=option) from None
+        raise QDQError(f"cannot write {os.fspath(path)}: {e.strerror or e}", arg=option) from None
 
 
 def save_arrays(path, arrays: dict[str, np.ndarray], option: str | None = None) -> str:

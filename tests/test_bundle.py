@@ -2,6 +2,7 @@
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -442,3 +443,45 @@ def test_damaged_manifest_is_refused_for_every_target(example_bundle, tmp_path):
     for t in targets:
         with pytest.raises(BundleError, match="plain names"):
             q.load_bundle(d, target=t)
+
+
+def test_a_bundle_appears_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    """Issue 29.6: a full disk left .vmfb files and no manifest. The bundle is written beside --out and renamed
+    into place: a failed build leaves --out as it was (absent, or the previous bundle) and names the file."""
+    import errno
+    from qdq_compiler import fileio
+    from qdq_compiler.cli import main
+    cfg = tmp_path / "b.json"
+    cfg.write_text(json.dumps({"targets": ["cpu"], "entries": [
+        {"name": "a", "op": "FakeQuantWithMinMaxArgs", "shape": "?"},
+        {"name": "b", "op": "FakeQuantWithMinMaxVars", "shape": "?"}]}))
+    real, writes = fileio.atomic_write, []
+
+    def second_write_fails(path, data):
+        writes.append(Path(path).name)
+        if len(writes) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, data)
+    from qdq_compiler.jobs.bundle import build as Bb
+    monkeypatch.setattr(Bb, "atomic_write", second_write_fails)
+    out = tmp_path / "dist"
+    assert main(["build", "--config", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("qdqc:")]   # the rest: progress lines
+    assert errors == [f"qdqc: error: --out {out}: cannot write {writes[1]}: No space left on device; the bundle "
+                      f"was left as it was"], err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
+    # A previous bundle stays whole through a failed rebuild; a user's file beside it survives a good one.
+    monkeypatch.setattr(Bb, "atomic_write", real)
+    assert main(["build", "--config", str(cfg), "--out", str(out)]) == 0
+    (out / "NOTES.txt").write_text("mine")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    writes.clear()
+    monkeypatch.setattr(Bb, "atomic_write", second_write_fails)
+    assert main(["build", "--config", str(cfg), "--out", str(out)]) == 2
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    monkeypatch.setattr(Bb, "atomic_write", real)
+    assert main(["build", "--config", str(cfg), "--out", str(out), "--targets", "cpu"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["NOTES.txt", "a.cpu.vmfb", "b.cpu.vmfb", "manifest.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json", "dist"]
+    assert q.load_bundle(out).names() == ["a", "b"]

@@ -17,6 +17,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -138,11 +139,27 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = list(pool.map(one, jobs_list))
 
+    staging = _staging(out)
+    try:
+        manifest, per_target, compiled, cached = _write(staging, results, tlist, cfg, cpu, flags_of, version,
+                                                        revision, iree, stamp)
+        _publish(staging, out, old)
+    except BaseException as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, OSError):   # a full disk: no partial bundle, and the file named (issue 29.6)
+            raise QDQError(f"--out {out}: cannot write {e.filename or 'the bundle'}: {e.strerror or e}; the bundle "
+                           f"was left as it was", arg="out") from None
+        raise
+    return BuildResult(out, manifest, time.perf_counter() - t_start, dict(per_target), compiled, cached)
+
+
+def _write(staging: Path, results, tlist, cfg, cpu, flags_of, version, revision, iree, stamp):
+    """The artifacts and the manifest into ``staging``: (manifest, seconds per target, compiled, cached)."""
     artifacts, per_target = [], collections.OrderedDict((t, 0.0) for t in tlist)
     compiled = cached = 0
     for e, t, oc, mlir, flags, data, dt, was_cached in results:
         fname = f"{e.name}.{t}.vmfb"
-        atomic_write(out / fname, data)
+        _write_file(staging / fname, data)
         per_target[t] = per_target.get(t, 0.0) + dt
         cached += was_cached
         compiled += not was_cached
@@ -175,19 +192,48 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
         "build_time": stamp, "targets": tinfo, "artifacts": artifacts,
     }
     text = json.dumps(manifest, indent=1, ensure_ascii=True) + "\n"
-    atomic_write(out / MANIFEST, text.encode())
-    # Files of a previous bundle in this directory that this one does not list.
-    keep = {a["file"] for a in artifacts}
-    for f in old - keep:
-        try:
-            (out / f).unlink()
-        except OSError:
-            pass
-    return BuildResult(out, manifest, time.perf_counter() - t_start, dict(per_target), compiled, cached)
+    _write_file(staging / MANIFEST, text.encode())
+    return manifest, per_target, compiled, cached
+
+
+def _write_file(path: Path, data: bytes):
+    """atomic_write, its OSError naming the bundle's file."""
+    try:
+        atomic_write(path, data)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path.name) from None
+
+
+def _staging(out: Path) -> Path:
+    """A fresh directory beside ``out`` that the bundle is written into, then renamed to ``out``: a bundle
+    appears whole or not at all (a full disk used to leave .vmfb files and no manifest)."""
+    staging = out.parent / f".{out.name}.building-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir(parents=True)
+    except OSError as e:
+        raise QDQError(f"--out {out}: cannot create it: {e.strerror}", arg="out") from None
+    return staging
+
+
+def _publish(staging: Path, out: Path, old: set[str]):
+    """``staging`` becomes ``out``. Files of an existing ``out`` that its old manifest did not list (a user's
+    notes) move along; the previous bundle's own files go."""
+    if out.is_dir() and any(out.iterdir()):
+        for p in out.iterdir():
+            if p.name != MANIFEST and p.name not in old and not (staging / p.name).exists():
+                os.replace(p, staging / p.name)
+        previous = out.parent / f".{out.name}.previous-{os.getpid()}"
+        os.replace(out, previous)
+        os.replace(staging, out)
+        shutil.rmtree(previous, ignore_errors=True)
+    else:
+        os.replace(staging, out)   # an empty directory is replaced, a missing one made
 
 
 def _prepare_out(out: Path) -> set[str]:
-    """Create ``out``; an existing directory must be empty or hold a bundle (whose files are returned)."""
+    """Check ``out``: an existing directory must be empty or hold a bundle (whose files are returned); the
+    bundle is written beside it and renamed into place (_staging, _publish)."""
     if out.exists() and not out.is_dir():
         raise QDQError(f"--out {out} exists and is not a directory", arg="out")
     if out.is_dir():
@@ -204,8 +250,4 @@ def _prepare_out(out: Path) -> set[str]:
             except (OSError, ValueError, AttributeError):
                 old = set()
         return old
-    try:
-        out.mkdir(parents=True)
-    except OSError as e:
-        raise QDQError(f"--out {out}: cannot create it: {e.strerror}", arg="out") from None
     return set()
