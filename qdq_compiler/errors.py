@@ -63,7 +63,8 @@ class Checker:
         package, frame, level = os.path.dirname(os.path.abspath(__file__)), sys._getframe(0), 1
         while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
             frame, level = frame.f_back, level + 1  # point the warning at the caller's line, not ours
-        warnings.warn(f"{self.op}: {msg}" + (f" (argument {arg})" if arg else ""), QDQWarning, stacklevel=level)
+        plural = "s" if arg and " and " in arg else ""
+        warnings.warn(f"{self.op}: {msg}" + (f" (argument{plural} {arg})" if arg else ""), QDQWarning, stacklevel=level)
 
 
 def fmt_number(v) -> str:

@@ -375,7 +375,7 @@ def test_run_prints_a_qdq_warning_as_one_line(npy, capsys):
                          "--target", "oracle"], capsys)
     assert rc == 0 and "0.9960785" in out
     assert err.splitlines() == ["qdqc: warning: FakeQuantWithMinMaxVars: min > max: TF (and this op) then quantize "
-                                "every input to one constant (argument min)"], err
+                                "every input to one constant (arguments min and max)"], err
 
 
 def test_validate_runs_tfs_edge_cases_without_warnings(capsys):

@@ -158,7 +158,7 @@ def _warn_suspect_range(c, spec, mn, mx):
         if bad.any():
             n, of = int(bad.sum()), bad.size
             where = "" if bad.ndim == 0 else f" in {n} of {of} channel{'s' * (of != 1)}"
-            blame = "min" if what or not np.isfinite(mn).all() else "max"
+            blame = "min and max" if what else ("min" if not np.isfinite(mn).all() else "max")  # both make a bad range
             c.warn(_NOT_FINITE.format(where=where, result=result) if what is None else
                    f"{what}{where}: TF (and this op) then {result}", blame)
 
