@@ -183,10 +183,6 @@ class RenderContext:
         """The data's dimensions with the channel first, then the reduced ones in order."""
         return ([self.axis] if self.axis is not None else []) + self.reduce_dims
 
-    def identity(self, fn: str) -> float:
-        """The identity of a reduction (its padding): minimum +inf, maximum -inf, add +0."""
-        return {"minimum": np.inf, "maximum": -np.inf, "add": 0.0}[fn]
-
     def permuted_type(self) -> str:
         return "tensor<" + "".join(_dim(self.dims[d]) + "x" for d in self.fold_perm) + self.T + ">"
 
