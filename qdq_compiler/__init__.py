@@ -14,7 +14,7 @@ from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gra
 
 registry = ops  # the op registry under its earlier name (qdq_compiler.ops is the module)
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402  (a leaf module: jobs read it there)
 
 __all__ = ["QDQError", "QDQTypeError", "QDQWarning", "CompileError", "TargetUnavailableError", "BundleError",
            "ops", "registry", "oracle", "raw_ops", "load_bundle", "__version__",

@@ -169,7 +169,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the versions of qdqc and IREE and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from . import __version__
+        from .version import __version__
         from .iree_tools import compiler_version, runtime_release
         print(f"qdqc {__version__} (IREE compiler {compiler_version()}, runtime "
               f"{runtime_release()[0] or 'not importable'})")

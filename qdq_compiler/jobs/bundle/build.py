@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ... import __version__
+from ...version import __version__
 from ... import compile as C
 from ... import emit
 from ... import targets as T
