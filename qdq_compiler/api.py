@@ -11,6 +11,7 @@ import numpy as np
 from . import ops
 from . import raw_ops as _raw
 from .errors import QDQError, QDQTypeError
+from .semantics import DEFAULT as DEFAULT_SEMANTICS
 from .ops.qdq import wrapper_axis
 
 
@@ -58,7 +59,7 @@ def quantize_and_dequantize_v2_vjp(input, input_min, input_max, *, target="cpu",
     def vjp(dy):
         return tuple(_raw.QuantizeAndDequantizeV4Grad(gradients=dy, input=input, input_min=input_min,
                                                       input_max=input_max, axis=axis, target=target,
-                                                      semantics=kw.get("semantics", "tf-cpu")))
+                                                      semantics=kw.get("semantics", DEFAULT_SEMANTICS)))
     return y, vjp
 
 

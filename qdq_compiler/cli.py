@@ -91,7 +91,7 @@ def _config(args):
 def cmd_ops(args):
     if args.json:
         out = {name: {"family": s.family.name, "inputs": list(s.input_names), "outputs": list(s.outputs),
-                      "dtypes": {sem: list(s.family.dtypes(s, sem)) for sem in semantics.names()},
+                      "dtypes": {sem: list(s.family.rules(sem).dtypes) for sem in semantics.names()},
                       "attrs": {a.name: {"type": a.kind.__name__, "default": a.default,
                                          **({"choices": list(a.choices)} if a.choices else {})} for a in s.attrs}}
                for name, s in ops.OPS.items()}
@@ -99,7 +99,7 @@ def cmd_ops(args):
         return 0
     for name, s in ops.OPS.items():
         attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.attrs)
-        dts = "; ".join(f"{', '.join(s.family.dtypes(s, sem))} ({sem})" for sem in semantics.names())
+        dts = "; ".join(f"{', '.join(s.family.rules(sem).dtypes)} ({sem})" for sem in semantics.names())
         print(f"{name}\n    inputs:  {', '.join(s.input_names)}\n    outputs: {', '.join(s.outputs)}\n"
               f"    attrs:   {attrs or '-'}\n    dtypes:  {dts}\n    {s.doc}")
     return 0
@@ -196,9 +196,10 @@ def cmd_diverge(args):
         ops.get(o)
     if args.size < 1:
         raise QDQError("--size must be a positive element count", arg="--size")
+    pair = semantics.pair(tuple(_csv(args.semantics)) if args.semantics else None)
     for option in ("json", "markdown", "junit"):
         check_writable(getattr(args, option), f"--{option}")
-    return run(_csv(args.ops), dts, args.size, args.seed, args.json, args.markdown, args.junit)
+    return run(_csv(args.ops), dts, args.size, args.seed, args.json, args.markdown, args.junit, pair)
 
 
 def cmd_validate(args):
@@ -341,7 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "sizes and matrix give the same calls on any machine")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress (default: a bar on a terminal, one line per step in a pipe or log)")
-    p = add("diverge", "where TF's two answers (tf-cpu, tf-xla) differ, per configuration", cmd_diverge)
+    p = add("diverge", "where two semantics' answers (default: TF's, tf-cpu and tf-xla) differ, per configuration",
+            cmd_diverge)
+    p.add_argument("--semantics", help="the two semantics to compare, of one namespace, as 'a,b' (default: "
+                                       f"{','.join(semantics.pair())})")
     p.add_argument("--ops", help="comma-separated op names (default: all)")
     p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16 (default: every one both semantics take)")
     p.add_argument("--size", type=int, default=100_000, help="elements per call (default 100000)")

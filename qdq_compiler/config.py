@@ -73,15 +73,18 @@ class OpConfig:
         attrs = dict(attrs or {})
         semantics = _semantics.get(semantics).name
         c = Checker(spec.name)
-        spec.family.check_semantics(c, spec, semantics)
+        rules = spec.family.rules(semantics)
+        why = rules.unsupported(spec)
+        if why:
+            c.fail(why, "semantics")
         unknown = sorted(set(attrs) - set(spec.attr_map))
         if unknown:
             c.fail(f"unknown attribute {unknown[0]!r}; attributes of {op}: {', '.join(spec.attr_map) or 'none'}",
                    unknown[0])
         full = {a.name: check_attr(c, a, attrs.get(a.name, a.default)) for a in spec.attrs}
-        allowed = spec.family.dtypes(spec, semantics)
+        allowed = rules.dtypes
         if dtype not in allowed:
-            hint = spec.family.dtype_hint(spec, dtype, semantics)
+            hint = rules.dtype_hint(spec, dtype)
             c.fail(f"dtype {dtype!r} is not supported under semantics={semantics!r}; allowed: {', '.join(allowed)}"
                    + (f". {hint}" if hint else ""), "dtype")
         targets.get(target).tuning_flags(tuning)  # an unknown target or tuning is a QDQError listing the known ones

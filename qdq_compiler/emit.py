@@ -47,10 +47,11 @@ class Param:
     baked: bool
 
 
-def param_values(spec: ops.OpSpec, attrs: dict, dtype: str, semantics: str = "tf-cpu") -> list[tuple[str, str, np.generic]]:
+def param_values(spec: ops.OpSpec, attrs: dict, dtype: str,
+                 semantics: str = semantics.DEFAULT) -> list[tuple[str, str, np.generic]]:
     """The parameters a program needs from its numeric attributes, computed on the host, exactly
     (each family says which: ``Family.params``)."""
-    return spec.family.params(spec, attrs, dtype, semantics)
+    return spec.family.rules(semantics).params(spec, attrs, dtype)
 
 
 def _dim(d) -> str:
@@ -97,7 +98,7 @@ class RenderContext:
         self.signed = attrs.get("signed_input", True)
         self.narrow_range = attrs.get("narrow_range", False)
         self.sem = semantics.get(cfg.semantics)
-        self.v = _Vars(spec.family.template_vars(spec, attrs, cfg.semantics))
+        self.v = _Vars(spec.family.template_vars(spec, attrs))
         pv = param_values(spec, dict(attrs), cfg.dtype, cfg.semantics)
         self.params = [Param(n, t, v, cfg.params == "baked") for n, t, v in pv]
         self.np = np
@@ -282,7 +283,7 @@ def render(cfg: OpConfig, attrs: dict | None = None) -> str:
     """StableHLO text for ``cfg``; parsed and verified before it is returned."""
     attrs = dict(cfg.attrs) if attrs is None else dict(attrs)
     ctx = RenderContext(cfg, attrs)
-    tmpl = _env().get_template(cfg.spec.family.template_for(cfg.semantics))
+    tmpl = _env().get_template(cfg.spec.family.rules(cfg.semantics).template)
     text = _tidy(tmpl.render(k=ctx))
     verify(text, what=cfg.describe())
     return text

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 from . import compile as _compile
-from . import dtypes, emit, ops, runtime, targets
+from . import dtypes, emit, ops, runtime, semantics, targets
 from .config import LAYOUT_RANK, SPLIT_ROWS, OpConfig, canonical_view, layout_of
 from .errors import QDQError
 from .oracle import compute
@@ -342,4 +342,4 @@ def config_for_entry(entry, target: str, shape: tuple[int, ...] | None = None) -
     rank = LAYOUT_RANK[layout_of(spec, attrs)]
     dims = "x".join(["?"] * rank) if shape is None else "x".join(map(str, shape))
     return OpConfig.make(entry.op, attrs, entry.dtype, dims, target, "runtime",
-                         getattr(entry, "semantics", "tf-cpu"))
+                         getattr(entry, "semantics", semantics.DEFAULT))

@@ -4,7 +4,11 @@ The same raw op run eagerly (the CPU kernels) and inside ``tf.function(jit_compi
 different bits: XLA orders the arithmetic differently (FakeQuant's ``level * scale + nudged_min``,
 Vars multiplying by ``1 / scale``), and XLA:CPU fuses multiply-adds into FMAs with one rounding on a host
 that has them (x86-64 with FMA, as here). Each semantics is a reference (an oracle and goldens) that the
-compiled programs reproduce bit for bit; the families own the arithmetic, this module only names them.
+compiled programs reproduce bit for bit; the families own the arithmetic (one ``Rules`` block per
+semantics, ``ops/rules.py``), this module only names them.
+
+A semantics belongs to an op namespace (``tf``: TF's raw ops; PyTorch's aten ops and ONNX's ops next): its
+ops' names and arguments are the namespace's, and ``qdqc diverge`` compares two semantics of one namespace.
 """
 from __future__ import annotations
 
@@ -16,17 +20,17 @@ from .errors import QDQError
 @dataclass(frozen=True)
 class Semantics:
     name: str
+    namespace: str        # the op namespace whose ops it answers ("tf": TF's raw ops)
     reference: str        # what it reproduces, in the words reports use
-    golden_subdir: str    # where its TF goldens live under qdq_compiler/goldens/ ("" = the top level)
-    fused_multiply_add: bool  # the reference rounds a*b+c once where its lowering has a multiply-add
+    golden_subdir: str    # where its goldens live under qdq_compiler/goldens/ ("" = the top level)
     doc: str
 
 
 TF_CPU = Semantics(
-    "tf-cpu", "TF 2.21 CPU kernels (eager)", "", False,
+    "tf-cpu", "tf", "TF 2.21 CPU kernels (eager)", "",
     "TensorFlow 2.21's CPU kernels, as eager execution runs them: FTZ/DAZ, no FMA, every step rounded.")
 TF_XLA = Semantics(
-    "tf-xla", "TF 2.21 XLA:CPU (jit_compile=True, x86-64 with FMA)", "xla", True,
+    "tf-xla", "tf", "TF 2.21 XLA:CPU (jit_compile=True, x86-64 with FMA)", "xla",
     "TensorFlow 2.21's XLA lowering as tf.function(jit_compile=True) runs it on an x86-64 CPU with FMA: "
     "XLA's order of operations, multiply-adds fused with one rounding; float16/bfloat16 computed in "
     "float32 and rounded back after each operation.")
@@ -46,8 +50,25 @@ def get(name) -> Semantics:
                        arg="semantics") from None
 
 
-def names() -> tuple[str, ...]:
-    return tuple(SEMANTICS)
+def names(namespace: str | None = None) -> tuple[str, ...]:
+    """Every semantics' name, or those of one op namespace."""
+    return tuple(n for n, s in SEMANTICS.items() if namespace is None or s.namespace == namespace)
+
+
+def pair(names_: tuple[str, ...] | None = None) -> tuple[str, str]:
+    """Two semantics of one namespace to compare (``qdqc diverge``): ``names_`` checked, or by default the
+    first namespace's two."""
+    if names_ is None:
+        names_ = names(TF_CPU.namespace)
+    got = tuple(get(n).name for n in names_)
+    if len(got) != 2 or got[0] == got[1]:
+        raise QDQError(f"semantics={','.join(got)!r}: name two different semantics to compare; allowed: "
+                       f"{', '.join(SEMANTICS)}", arg="semantics")
+    a, b = (get(n) for n in got)
+    if a.namespace != b.namespace:
+        raise QDQError(f"semantics {a.name!r} ({a.namespace} ops) and {b.name!r} ({b.namespace} ops) answer different "
+                       f"ops; compare two of one namespace: {', '.join(names(a.namespace))}", arg="semantics")
+    return got
 
 
 def parse_list(text: str) -> tuple[str, ...]:

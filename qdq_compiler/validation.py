@@ -2,7 +2,7 @@
 
 The generic checks live here (argument names, attribute types, array conversion and dtypes); each op
 family adds its own (spec section 5, including the ones TF makes only in graph mode and the inputs on
-which TF 2.21 aborts the process: project policy 3 and 4) through ``spec.family.check``. Each error is
+which TF 2.21 aborts the process: project policy 3 and 4) through the family's rules (``spec.family.rules(semantics).check``). Each error is
 a ``QDQError`` naming the argument, the value and what is allowed, followed by TF's own message where
 TF has one, so TF users can search for it.
 """
@@ -127,9 +127,9 @@ def _native(arr: np.ndarray) -> np.ndarray:
     return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
 
 
-def _element_dtype(c: Checker, spec: ops.OpSpec, kwargs, semantics: str) -> np.dtype:
+def _element_dtype(c: Checker, spec: ops.OpSpec, kwargs, semantics: str, rules) -> np.dtype:
     """T: the dtype of the first T-typed numpy input (TF infers attrs from the first tensor), else float32."""
-    allowed = spec.family.dtypes(spec, semantics)
+    allowed = rules.dtypes
     for inp in spec.inputs:
         if inp.dtype != "T" or inp.name not in kwargs:
             continue
@@ -138,7 +138,7 @@ def _element_dtype(c: Checker, spec: ops.OpSpec, kwargs, semantics: str) -> np.d
             dt = np.asarray(v).dtype
             dt = dt if dt.isnative else dt.newbyteorder("=")
             if dtypes.name_of(dt) not in allowed:
-                hint = spec.family.dtype_hint(spec, dt.name, semantics)
+                hint = rules.dtype_hint(spec, dt.name)
                 c.fail(f"input {inp.name} has dtype {dt} under semantics={semantics!r}; allowed: {', '.join(allowed)}"
                        + (f". {hint}" if hint else ""), inp.name, cls=QDQTypeError,
                        tf=spec.family.wrong_dtype_words(spec, inp.name, dt))
@@ -171,6 +171,7 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
     """Validate ``kwargs`` for raw op ``op`` (TF's argument names) under ``semantics``; return the ``Call``."""
     spec = ops.get(op)
     semantics = _semantics.get(semantics).name
+    rules = spec.family.rules(semantics)
     c = Checker(spec.name)
     kwargs = dict(kwargs)
     kwargs.pop("name", None)  # TF's op name argument: accepted and ignored
@@ -186,19 +187,21 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
     attrs = _ATTRS_SEEN.get(memo_key) if memo_key is not None else None
     if attrs is None:
         attrs = {a.name: check_attr(c, a, kwargs.get(a.name, a.default)) for a in spec.attrs}
-        spec.family.check_semantics(c, spec, semantics)
+        why = rules.unsupported(spec)
+        if why:
+            c.fail(why, "semantics")
         if memo_key is not None:
             if len(_ATTRS_SEEN) >= _ATTRS_SEEN_MAX:
                 _ATTRS_SEEN.clear()
             _ATTRS_SEEN[memo_key] = attrs
     attrs = dict(attrs)
-    dtype = _element_dtype(c, spec, kwargs, semantics)
+    dtype = _element_dtype(c, spec, kwargs, semantics, rules)
     arrays = {}
     for inp in spec.inputs:
         if inp.dtype == "T":
             arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], dtype,
-                                         spec.family.dtypes(spec, semantics))
+                                         rules.dtypes)
         else:
             arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], np.dtype(inp.dtype), (inp.dtype,))
-    spec.family.check(c, spec, arrays, attrs, semantics)
+    rules.check(c, spec, arrays, attrs)
     return Call(spec, arrays, attrs, np.dtype(dtype), semantics, memo_key)

@@ -113,7 +113,7 @@ def op_kwargs(draw, op: str, faults: bool = True):
     dtype = draw(st.sampled_from(spec.dtypes))
     if fault == "dtype":  # an unsupported element type
         dtype = draw(st.sampled_from([d for d in ("float16", "int32", "int64", "float64")
-                                      if d not in spec.family.dtypes(spec, "tf-cpu")]))
+                                      if d not in spec.family.rules("tf-cpu").dtypes]))
     kw = {}
     for a in spec.attrs:
         if a.name == "num_bits":

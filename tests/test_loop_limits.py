@@ -57,9 +57,9 @@ def _items():
     for n, (family, op, attrs, shapes) in enumerate(CASES):
         spec = ops.get(op)
         for sem in SEMANTICS:
-            if spec.family.unsupported(spec, sem):
+            if spec.family.rules(sem).unsupported(spec):
                 continue
-            have = spec.family.dtypes(spec, sem)
+            have = spec.family.rules(sem).dtypes
             narrow = [d for d in ("float16", "bfloat16")[::(-1) ** n] if d in have][:1]
             for dt in [d for d in ("float32", "float64") if d in have] + narrow:
                 a = ",".join(f"{k}={v}" for k, v in attrs.items())

@@ -1,6 +1,7 @@
 """The semantics keyword and the 16-bit types: names, errors, the storage conversions on every target, and
 the divergence view between TF's two answers."""
 import json
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import ml_dtypes
@@ -99,6 +100,35 @@ def test_divergence_view_counts_what_tf_counts(tmp_path, capsys):
         props = {p.get("name"): p.get("value") for p in case.find("properties")}
         assert int(props["differ"]) == row["differ"] and int(props["elements"]) == row["elements"]
         assert case.get("classname") == row["configuration"]
+
+
+def test_diverge_compares_any_two_semantics_of_one_namespace(capsys):
+    """The pair is an argument (issue 22): reversed, the same elements differ, each answer under its own name;
+    a pair that is not two semantics of one namespace is refused before anything runs."""
+    ab = diverge.diverge(["FakeQuantWithMinMaxVars"], ["float32"], size=3000)
+    ba = diverge.diverge(["FakeQuantWithMinMaxVars"], ["float32"], size=3000, semantics=("tf-xla", "tf-cpu"))
+    assert [r.differ for r in ab] == [r.differ for r in ba] and any(r.differ for r in ab)
+    assert all(r.configuration.endswith("@tf-xla") for r in ba)
+    e_ab, e_ba = next(r.example for r in ab if r.differ), next(r.example for r in ba if r.differ)
+    assert e_ab["tf-cpu"] == e_ba["tf-cpu"] and e_ab["tf-xla"] == e_ba["tf-xla"]
+    assert diverge.run(["FakeQuantWithMinMaxVars"], ["f32"], 3000, 0, semantics=("tf-xla", "tf-cpu")) == 0
+    assert "tf-xla and tf-cpu differ on" in capsys.readouterr().out
+    for bad in (("tf-cpu",), ("tf-cpu", "tf-cpu"), ("tf-cpu", "tf-gpu")):
+        with pytest.raises(QDQError) as info:
+            diverge.diverge(["FakeQuantWithMinMaxVars"], ["float32"], size=10, semantics=bad)
+        assert info.value.arg == "semantics" and "tf-cpu" in str(info.value) and "tf-xla" in str(info.value)
+
+
+def test_each_family_answers_each_semantics_through_its_rules():
+    """Semantics are rules registered per family (ops/rules.py), not names the families compare."""
+    from qdq_compiler import ops, semantics
+    for family in ops.FAMILIES:
+        assert set(family.rules_by_semantics) == set(semantics.names("tf")), family.name
+        with pytest.raises(QDQError, match="has no rules"):
+            family.rules("torch-cpu")
+    for path in sorted((Path(ops.__file__).parent).glob("*.py")):
+        text = path.read_text()
+        assert '== "tf-xla"' not in text and '!= "tf-xla"' not in text and 'semantics ==' not in text, path.name
 
 
 def _representable(a, dtype) -> bool:

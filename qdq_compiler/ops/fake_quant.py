@@ -9,6 +9,7 @@ checks and the nudge.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from ..errors import fmt_number, shape_text
 from ..numerics import F32, Nudged, flush, flush_f32, nudge, quant_levels
 from . import fake_quant_xla as xla
 from .family import FLAT, LAST, Family
+from .rules import Rules
 from .spec import Input, OpSpec, attr
 
 DTYPES = ("float32",)                              # TF's kernels (CPU and XLA alike)
@@ -72,7 +74,24 @@ def fake_quant(x, n: Nudged, *, divides: bool, zero_special: bool):
 # -- checks shared with the gradients (spec 5.2) -----------------------------------------------------------
 
 
-def check(c, spec, arrays, attrs, semantics="tf-cpu"):
+def args_range_cpu(c, spec, lo: float, hi: float):
+    """TF's CPU kernels (Args and ArgsGradient) refuse min >= max (a NaN too)."""
+    if not lo < hi:
+        c.fail(f"min={fmt_number(lo)} must be smaller than max={fmt_number(hi)}", "min",
+               tf=f"min has to be smaller than max, was: {fmt_number(lo)} >= {fmt_number(hi)}")
+
+
+def args_range_xla(c, spec, lo: float, hi: float):
+    """TF's MLIR bridge refuses min >= max for the forward op only (a NaN passes); tf2xla's ArgsGradient
+    checks nothing and nudges whatever it is given."""
+    if not spec.gradient_of and lo >= hi:
+        c.fail(f"min={fmt_number(lo)} must be smaller than max={fmt_number(hi)} (XLA refuses "
+               f"min >= max)", "min", tf=f"range is invalid: [{lo:.6f},{hi:.6f}]")
+
+
+def check(c, spec, arrays, attrs, *, args_range=args_range_cpu):
+    """The FakeQuant checks (spec 5.2), shared with the gradients; ``args_range``: the semantics' own check
+    of Args' min/max attributes."""
     nb = attrs["num_bits"]
     if not 2 <= nb <= 16:
         c.fail(f"num_bits={nb} is out of range; allowed 2..16", "num_bits",
@@ -90,15 +109,7 @@ def check(c, spec, arrays, attrs, semantics="tf-cpu"):
                "gradients", tf=tf)
     if range_from == ATTR:
         lo, hi = flush_f32(attrs["min"]), flush_f32(attrs["max"])  # under DAZ
-        if semantics == "tf-xla":
-            # TF's MLIR bridge refuses min >= max for the forward op only (a NaN passes); tf2xla's
-            # ArgsGradient checks nothing and nudges whatever it is given.
-            if not spec.gradient_of and lo >= hi:
-                c.fail(f"min={fmt_number(lo)} must be smaller than max={fmt_number(hi)} (XLA refuses "
-                       f"min >= max)", "min", tf=f"range is invalid: [{lo:.6f},{hi:.6f}]")
-        elif not lo < hi:
-            c.fail(f"min={fmt_number(lo)} must be smaller than max={fmt_number(hi)}", "min",
-                   tf=f"min has to be smaller than max, was: {fmt_number(lo)} >= {fmt_number(hi)}")
+        args_range(c, spec, lo, hi)
         if not (math.isfinite(lo) and math.isfinite(hi)):
             c.warn(_NOT_FINITE.format(where="", result=_not_finite_result(spec)), "max" if math.isfinite(lo) else "min")
         return
@@ -182,16 +193,50 @@ def _check_representable_range(c, spec, arrays, attrs):
                    f"{fmt_number(top)}); allowed: |{n}| <= {fmt_number(top)}", n)
 
 
+def full_check(c, spec, arrays, attrs, *, args_range=args_range_cpu):
+    """Every FakeQuant check of a semantics: TF's (``check``) and, for Args in a 16-bit type, the range
+    attributes representable in it."""
+    check(c, spec, arrays, attrs, args_range=args_range)
+    if spec.variant.range_from == ATTR:
+        _check_representable_range(c, spec, arrays, attrs)
+
+
+def params_cpu(spec, attrs, dtype):
+    """Args: the whole nudged range, computed on the host in TF's float32 order with FTZ (as the oracle).
+    Vars/PerChannel: the quantisation levels; the nudge runs on device from min/max."""
+    if spec.variant.range_from != ATTR:
+        return quant_level_params(attrs)
+    n = nudge(np.float32(attrs["min"]), np.float32(attrs["max"]), attrs["num_bits"], attrs["narrow_range"])
+    return [(name, "f32", np.float32(getattr(n, name))) for name in ("nudged_min", "nudged_max", "scale", "inv", "qzero")]
+
+
+def params_xla(spec, attrs, dtype):
+    """Args: the nudged range as XLA has it, folded by TF at compile time (forward) or by CpuNudge (gradient)."""
+    if spec.variant.range_from != ATTR:
+        return quant_level_params(attrs)
+    mn, mx, nb, narrow = attrs["min"], attrs["max"], attrs["num_bits"], attrs["narrow_range"]
+    if spec.gradient_of:
+        n, names = xla.nudge_host(mn, mx, nb, narrow), ("nudged_min", "nudged_max")
+    else:
+        n, names = xla.nudge_folded(mn, mx, nb, narrow), ("nudged_min", "nudged_max", "scale", "inv")
+    return [(name, "f32", np.float32(getattr(n, name))) for name in names]
+
+
+def quant_level_params(attrs):
+    quant_min, quant_max = quant_levels(attrs["num_bits"], attrs["narrow_range"])
+    return [("quant_min", "f32", np.float32(quant_min)), ("quant_max", "f32", np.float32(quant_max))]
+
+
+def rules(oracle_cpu, template_cpu: str, oracle_xla, template_xla: str) -> dict:
+    """The two semantics of a FakeQuant family: TF's CPU kernels and its XLA lowering, in float32 and, by
+    the stated definition, float16/bfloat16 (README)."""
+    return {"tf-cpu": Rules(oracle_cpu, template_cpu, WIDE_DTYPES, check=full_check, params=params_cpu),
+            "tf-xla": Rules(oracle_xla, template_xla, WIDE_DTYPES,
+                            check=functools.partial(full_check, args_range=args_range_xla), params=params_xla)}
+
+
 class FakeQuantBase(Family):
     """What the forward ops and their gradients share: checks, channel layout, nudge parameters, samples."""
-
-    def dtypes(self, spec, semantics):
-        return WIDE_DTYPES
-
-    def check(self, c, spec, arrays, attrs, semantics="tf-cpu"):
-        check(c, spec, arrays, attrs, semantics)
-        if spec.variant.range_from == ATTR:
-            _check_representable_range(c, spec, arrays, attrs)
 
     def wrong_dtype_words(self, spec, input_name, dtype):
         if spec.variant.range_from == ATTR:  # Args: conversion of a fixed-float input
@@ -206,24 +251,7 @@ class FakeQuantBase(Family):
     def layout(self, spec, attrs):
         return LAST if spec.variant.range_from == CHANNEL else FLAT
 
-    def params(self, spec, attrs, dtype, semantics="tf-cpu"):
-        """Args: the whole nudged range, computed on the host in TF's float32 order with FTZ (as the
-        oracle). Vars/PerChannel: the quantisation levels; the nudge runs on device from min/max."""
-        if spec.variant.range_from == ATTR:
-            mn, mx, nb, narrow = attrs["min"], attrs["max"], attrs["num_bits"], attrs["narrow_range"]
-            if semantics == "tf-xla":  # folded by TF at compile time (forward) or CpuNudge (gradient)
-                if spec.gradient_of:
-                    n, names = xla.nudge_host(mn, mx, nb, narrow), ("nudged_min", "nudged_max")
-                else:
-                    n, names = xla.nudge_folded(mn, mx, nb, narrow), ("nudged_min", "nudged_max", "scale", "inv")
-            else:
-                n = nudge(np.float32(mn), np.float32(mx), nb, narrow)
-                names = ("nudged_min", "nudged_max", "scale", "inv", "qzero")
-            return [(name, "f32", np.float32(getattr(n, name))) for name in names]
-        quant_min, quant_max = quant_levels(attrs["num_bits"], attrs["narrow_range"])
-        return [("quant_min", "f32", np.float32(quant_min)), ("quant_max", "f32", np.float32(quant_max))]
-
-    def template_vars(self, spec, attrs, semantics="tf-cpu"):
+    def template_vars(self, spec, attrs):
         # Vars/PerChannel nudge on device from tensors and answer 0 where min == max == 0.
         return {"range_attrs": spec.variant.range_from == ATTR, "divides": spec.variant.divides}
 
@@ -250,31 +278,25 @@ class FakeQuantBase(Family):
         return calls
 
 
+def oracle_cpu(call):
+    arrays, v = widened(call), call.spec.variant
+    return (fake_quant(arrays["inputs"], nudged_params(call, arrays), divides=v.divides,
+                       zero_special=v.range_from != ATTR).astype(call.dtype),)
+
+
+def oracle_xla(call):
+    arrays = widened(call)
+    return (xla.fake_quant(arrays["inputs"], xla.nudged(call, arrays),
+                           nan_passes=call.spec.variant.range_from == ATTR).astype(call.dtype),)
+
+
 class FakeQuant(FakeQuantBase):
     name = "fake_quant"
-    template = "fake_quant.mlir.j2"
-    templates_by_semantics = {"tf-xla": "fake_quant_xla.mlir.j2"}
+    rules_by_semantics = rules(oracle_cpu, "fake_quant.mlir.j2", oracle_xla, "fake_quant_xla.mlir.j2")
 
     def grid_step(self, call):
         return nudged_params(call, widened(call)).scale
 
-    def oracle(self, call):
-        arrays = widened(call)
-        out = _FORWARD[call.semantics](call, arrays)
-        return (out.astype(call.dtype),)
-
-
-def _forward_cpu(call, arrays):
-    v: Variant = call.spec.variant
-    return fake_quant(arrays["inputs"], nudged_params(call, arrays), divides=v.divides,
-                      zero_special=v.range_from != ATTR)
-
-
-def _forward_xla(call, arrays):
-    return xla.fake_quant(arrays["inputs"], xla.nudged(call, arrays), nan_passes=call.spec.variant.range_from == ATTR)
-
-
-_FORWARD = {"tf-cpu": _forward_cpu, "tf-xla": _forward_xla}   # the element step of each semantics
 
 FAMILY = FakeQuant()
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..numerics import F32, Nudged, flush
 from .fake_quant import (ARGS_ATTRS, ATTR, CHANNEL, DTYPES, SCALAR, VARS_ATTRS, VARS_INPUTS, FakeQuantBase,
-                         Variant, nudged_params, widened)
+                         Variant, nudged_params, rules, widened)
 from . import fake_quant_xla as xla
 from .spec import Input, OpSpec
 
@@ -38,21 +38,23 @@ def fake_quant_grad(g, x, n: Nudged, *, with_sums: bool, zero_special: bool):
     return dx, np.asarray(dmin, F32), np.asarray(dmax, F32)
 
 
+def oracle_cpu(call):
+    with_sums, arrays = call.spec.variant.range_from != ATTR, widened(call)
+    outs = fake_quant_grad(arrays["gradients"], arrays["inputs"], nudged_params(call, arrays),
+                           with_sums=with_sums, zero_special=with_sums)
+    return tuple(o.astype(call.dtype) for o in outs)
+
+
+def oracle_xla(call):
+    arrays = widened(call)
+    outs = xla.fake_quant_grad(arrays["gradients"], arrays["inputs"], xla.nudged(call, arrays),
+                               with_sums=call.spec.variant.range_from != ATTR)
+    return tuple(o.astype(call.dtype) for o in outs)
+
+
 class FakeQuantGrad(FakeQuantBase):
     name = "fake_quant_grad"
-    template = "fake_quant_grad.mlir.j2"
-    templates_by_semantics = {"tf-xla": "fake_quant_grad_xla.mlir.j2"}
-
-    def oracle(self, call):
-        with_sums = call.spec.variant.range_from != ATTR
-        arrays = widened(call)
-        if call.semantics == "tf-xla":
-            outs = xla.fake_quant_grad(arrays["gradients"], arrays["inputs"], xla.nudged(call, arrays),
-                                       with_sums=with_sums)
-        else:
-            outs = fake_quant_grad(arrays["gradients"], arrays["inputs"], nudged_params(call, arrays),
-                                   with_sums=with_sums, zero_special=with_sums)
-        return tuple(o.astype(call.dtype) for o in outs)
+    rules_by_semantics = rules(oracle_cpu, "fake_quant_grad.mlir.j2", oracle_xla, "fake_quant_grad_xla.mlir.j2")
 
 
 FAMILY = FakeQuantGrad()

@@ -12,7 +12,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import Checker
+from ..errors import QDQError
+from ..semantics import DEFAULT as DEFAULT_SEMANTICS
+from .rules import Rules
 from .spec import OpSpec
 
 # Canonical layouts of the data on the Python path (config.canonical_view): the data reshaped so that one
@@ -28,35 +30,19 @@ STRUCTURAL = frozenset({"range_given", "round_mode", "axis"})
 
 class Family:
     name: str = ""
-    template: str = ""            # the Jinja2 template in templates/
-    templates_by_semantics: dict = {}  # another template where a semantics computes differently
+    # One Rules block per semantics the family answers (ops/rules.py), registered by the family module.
+    rules_by_semantics: Mapping[str, Rules] = {}
 
-    def template_for(self, semantics: str) -> str:
-        return self.templates_by_semantics.get(semantics, self.template)
+    def rules(self, semantics: str) -> Rules:
+        """The family's rules under ``semantics``; a QDQError naming the semantics it has rules for."""
+        try:
+            return self.rules_by_semantics[semantics]
+        except (KeyError, TypeError):
+            allowed = ", ".join(repr(s) for s in self.rules_by_semantics)
+            raise QDQError(f"semantics={semantics!r} has no rules for the {self.name} ops; allowed: {allowed}",
+                           arg="semantics") from None
 
     # -- validation ----------------------------------------------------------------------------------
-    def dtypes(self, spec: OpSpec, semantics: str) -> tuple[str, ...]:
-        """The element types the op takes under ``semantics`` (TF's kernels: ``spec.dtypes``)."""
-        return spec.dtypes
-
-    def dtype_hint(self, spec: OpSpec, dtype: str, semantics: str) -> str:
-        """A sentence saying how to run ``dtype`` where ``semantics`` refuses it ('' if nothing can)."""
-        return ""
-
-    def unsupported(self, spec: OpSpec, semantics: str) -> str:
-        """Why the op has no answer under ``semantics`` (e.g. no XLA lowering), '' when it has one."""
-        return ""
-
-    def check_semantics(self, c: Checker, spec: OpSpec, semantics: str) -> None:
-        why = self.unsupported(spec, semantics)
-        if why:
-            c.fail(why, "semantics")
-
-    def check(self, c: Checker, spec: OpSpec, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, Any],
-              semantics: str = "tf-cpu") -> None:
-        """The op's own checks (spec section 5), after types and attributes are checked generically; a
-        semantics may check differently (XLA's lowering refuses other inputs than the CPU kernels)."""
-
     def wrong_dtype_words(self, spec: OpSpec, input_name: str, dtype: np.dtype) -> str | None:
         """TF's words for a data tensor of a dtype the op does not take (None: TF has none)."""
         if len(spec.dtypes) > 1 and dtype.name not in ("float16", "bfloat16", "float32", "float64"):
@@ -83,21 +69,12 @@ class Family:
         return bool(spec.sum_outputs)
 
     # -- computing -----------------------------------------------------------------------------------
-    def oracle(self, call) -> tuple[np.ndarray, ...]:
-        """The NumPy reference: one array per output, in TF's order."""
-        raise NotImplementedError
-
     def grid_step(self, call) -> np.ndarray | None:
         """The quantisation step of the call's data output (broadcastable to the data), for measuring a
         difference in levels; None where the output is not on a grid (gradients)."""
         return None
 
-    def params(self, spec: OpSpec, attrs: Mapping[str, Any], dtype: str,
-               semantics: str = "tf-cpu") -> list[tuple[str, str, np.generic]]:
-        """(name, MLIR type, exact value) of each parameter computed on the host from numeric attributes."""
-        return []
-
-    def template_vars(self, spec: OpSpec, attrs: Mapping[str, Any], semantics: str = "tf-cpu") -> dict[str, Any]:
+    def template_vars(self, spec: OpSpec, attrs: Mapping[str, Any]) -> dict[str, Any]:
         """The family's own switches, as the template reads them (``k.v.<name>``)."""
         return {}
 
@@ -110,7 +87,7 @@ class Family:
                    for a in spec.attrs]
         params += [inspect.Parameter("name", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
                    inspect.Parameter("target", inspect.Parameter.KEYWORD_ONLY, default="cpu"),
-                   inspect.Parameter("semantics", inspect.Parameter.KEYWORD_ONLY, default="tf-cpu")]
+                   inspect.Parameter("semantics", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_SEMANTICS)]
         sig = inspect.Signature(params)
 
         def wrapper(*args, **kwargs):

@@ -7,6 +7,7 @@ reports errors in its own words), V2 and V4 are the same kernel.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -14,9 +15,11 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import Checker, QDQError, QDQTypeError, axes_text, fmt_number, shape_text
+from ..semantics import DEFAULT as DEFAULT_SEMANTICS
 from ..numerics import flush, ftz, int_range, int_to, three_d
 from . import qdq_xla
 from .family import Family
+from .rules import Rules
 from .spec import Attr, Input, OpSpec, attr
 
 ROUND_MODES = ("HALF_TO_EVEN", "HALF_UP")
@@ -24,13 +27,9 @@ DTYPES = ("float32", "float64")                              # TF 2.21's CPU ker
 XLA_DTYPES = ("float16", "bfloat16", "float32", "float64")   # its XLA lowering (and the op definition)
 
 
-def dtypes_under(semantics: str) -> tuple[str, ...]:
-    """The QDQ element types of a semantics: the CPU kernels register float and double only."""
-    return XLA_DTYPES if semantics == "tf-xla" else DTYPES
-
-
-def dtype_hint(dtype: str, semantics: str) -> str:
-    if dtype in XLA_DTYPES and semantics != "tf-xla":
+def cpu_dtype_hint(spec, dtype: str) -> str:
+    """tf-cpu: the CPU kernels register float and double only; XLA's lowering takes the 16-bit types."""
+    if dtype in XLA_DTYPES:
         return (f"TF 2.21's CPU kernels have no {dtypes.tf_name(dtype)} kernel (NotFoundError); its XLA lowering "
                 f"runs {dtype}: pass semantics='tf-xla'")
     return ""
@@ -167,82 +166,142 @@ def _check_range_tensors(c: Checker, x, mn, mx, axis: int, names=("input_min", "
                        tf=f"Dimensions must be equal, but are {t.shape[0]} and {x.shape[axis]}")
 
 
+def check(c: Checker, spec, arrays, attrs, *, value_checks: bool = True):
+    """The QDQ checks (spec 5.1). ``value_checks``: the CPU kernels check V3's num_bits value and that a
+    given per-tensor input_min <= input_max; XLA's lowering checks neither."""
+    v: Variant = spec.variant
+    x = arrays["input"]
+    signed = attrs["signed_input"]
+    if v.num_bits_tensor:
+        nb = arrays["num_bits"]
+        if nb.ndim != 0:
+            c.fail(f"num_bits must be a scalar int32 tensor, got shape {list(nb.shape)}", "num_bits",
+                   tf=f"Invalid shape. The `num_bits` tensor should be a scalar. Got dimensions: {nb.ndim}")
+        if value_checks:
+            _check_num_bits(c, int(nb), signed, backticks=True)
+    else:
+        _check_num_bits(c, attrs["num_bits"], signed, backticks=False)
+    if signed and attrs.get("narrow_range", False) and (int(nb) if v.num_bits_tensor else attrs["num_bits"]) == 1:
+        c.warn("signed num_bits=1 with narrow_range leaves the single level 0: TF (and this op) then "
+               "return -inf, NaN and +inf", "num_bits")
+    if v.range_attrs:
+        if attrs["range_given"]:
+            check_given_range(c, np.float32(attrs["input_min"]), np.float32(attrs["input_max"]))
+        return
+    axis = attrs["axis"]
+    rank = x.ndim
+    if v.num_bits_tensor:  # V3 reports axis errors in its own words
+        if axis >= rank or axis < -rank:
+            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {axes_text(rank)}", "axis",
+                   tf=f"Axis requested is larger than input dimensions. Axis: {axis} Input Dimensions: {rank}")
+        if axis < -1:  # TF 2.21 aborts (CHECK d >= 0); the shape function's words
+            c.fail(f"axis={axis} is not allowed; allowed: {axes_text(rank)}", "axis",
+                   tf=f"axis should be at least -1, got {axis}")
+    else:
+        check_axis_at_least_minus_one(c, axis, rank)
+        if axis >= rank:
+            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {axes_text(rank)}", "axis",
+                   tf=f"Shape must be at least rank {axis + 1} but is rank {rank}")
+    mn, mx = arrays["input_min"], arrays["input_max"]
+    if attrs["range_given"] and axis == -1 and not v.num_bits_tensor:
+        for n, t in (("input_min", mn), ("input_max", mx)):
+            if t.ndim != 0:
+                c.fail(f"{n} must be a scalar when axis=-1, got shape {list(t.shape)}", n,
+                       tf=f"{n} must be a scalar.")
+    if attrs["range_given"] and axis >= 0:
+        for n, t in (("input_min", mn), ("input_max", mx)):
+            if t.ndim != 1:
+                c.fail(f"{n} must be a vector of length {x.shape[axis]} when axis={axis}, got shape "
+                       f"{list(t.shape)}", n, tf=f"Shape must be rank 1 for {n}_tensor when the axis is specified")
+            if t.shape[0] != x.shape[axis]:
+                c.fail(f"{n} has length {t.shape[0]}, expected {x.shape[axis]} (dimension {axis} of the input)", n,
+                       tf=f"{n}_tensor has incorrect size, was {t.shape[0]} expected {x.shape[axis]} to match "
+                          f"dim {axis} of the input {shape_text(t)}")
+    if v.num_bits_tensor and attrs["range_given"] and axis == -1:
+        for n, t in (("input_min", mn), ("input_max", mx)):
+            if t.size != 1:  # TF 2.21 aborts: Check failed: 1 == NumElements()
+                c.fail(f"{n} must be a scalar when axis=-1, got shape {list(t.shape)}", n,
+                       tf=f"Shape must be rank 0 but is rank {t.ndim}")
+    _check_range_tensors(c, x, mn, mx, axis)
+    if attrs["range_given"] and axis == -1 and value_checks:
+        check_given_range(c, mn, mx)
+
+
+# -- the rules of each semantics -------------------------------------------------------------------------
+
+
+def _num_bits(call) -> int:
+    return int(call.arrays["num_bits"]) if call.spec.variant.num_bits_tensor else call.attrs["num_bits"]
+
+
+def oracle_cpu(call):
+    """TF's CPU kernel (spec 2)."""
+    a, arr, x = call.attrs, call.arrays, call.arrays["input"]
+    if call.spec.variant.range_attrs:
+        lo, hi = np.asarray(a["input_min"], np.float32), np.asarray(a["input_max"], np.float32)
+    else:
+        lo, hi = arr["input_min"], arr["input_max"]
+    return (qdq_forward(x, lo.astype(x.dtype), hi.astype(x.dtype), signed=a["signed_input"], num_bits=_num_bits(call),
+                        narrow=a.get("narrow_range", False), range_given=a["range_given"],
+                        half_up=a.get("round_mode") == "HALF_UP", axis=call.per_channel_axis()),)
+
+
+def oracle_xla(call):
+    """TF's XLA lowering (qdq_xla.py): its order of operations, in the compute type of a 16-bit dtype."""
+    a, arr = call.attrs, call.arrays
+    return (qdq_xla.forward(arr["input"], arr["input_min"], arr["input_max"], v3=call.spec.variant.num_bits_tensor,
+                            num_bits=_num_bits(call), signed=a["signed_input"], narrow=a.get("narrow_range", False),
+                            range_given=a["range_given"], half_up=a.get("round_mode") == "HALF_UP",
+                            axis=call.per_channel_axis()),)
+
+
+def params_cpu(spec, attrs, dtype):
+    """The integer range converted to T; V1 with a given range also its float attrs in T. V3 computes
+    its range on device from the num_bits tensor."""
+    if spec.variant.num_bits_tensor:
+        return []
+    T, t = np.dtype(dtype), dtypes.get(dtype).mlir
+    qmin, qmax = int_range(attrs["signed_input"], attrs["num_bits"], attrs.get("narrow_range", False))
+    out = [("qmin", t, int_to(qmin, T)[()]), ("qmax", t, int_to(qmax, T)[()])]
+    if spec.variant.range_attrs and attrs["range_given"]:
+        out += [("range_lo", t, np.float32(attrs["input_min"]).astype(T)),
+                ("range_hi", t, np.float32(attrs["input_max"]).astype(T))]
+    return out
+
+
+def params_xla(spec, attrs, dtype):
+    """V2/V4: XLA's folded integer range and the reciprocals of its ends, each rounded as XLA rounds them,
+    in the compute type. V3 computes its range on device from the num_bits tensor."""
+    if spec.variant.num_bits_tensor:
+        return []
+    A = qdq_xla.arith(dtypes.get(dtype).np)
+    ct = dtypes.get(dtype).compute
+    qmin, qmax = qdq_xla._int_range_const(A, attrs["signed_input"], attrs["num_bits"], attrs.get("narrow_range", False))
+    t = dtypes.get(ct).mlir
+    with np.errstate(all="ignore"):
+        vals = (qmin, qmax, A.recip_const(qmin), A.recip_const(qmax))
+    return [(n, t, np.asarray(v, ct)[()]) for n, v in zip(("qmin", "qmax", "recip_lo", "recip_hi"), vals)]
+
+
+def xla_unsupported(spec) -> str:
+    if spec.variant.range_attrs:
+        return ("QuantizeAndDequantize (V1) has no XLA lowering in TF 2.21; allowed: semantics='tf-cpu' "
+                "(or QuantizeAndDequantizeV2 with semantics='tf-xla')")
+    return ""
+
+
+RULES = {
+    "tf-cpu": Rules(oracle_cpu, "qdq.mlir.j2", DTYPES, check=check, dtype_hint=cpu_dtype_hint, params=params_cpu),
+    # XLA checks neither V3's num_bits value nor that input_min <= input_max.
+    "tf-xla": Rules(oracle_xla, "qdq_xla.mlir.j2", XLA_DTYPES, check=functools.partial(check, value_checks=False),
+                    unsupported=xla_unsupported, params=params_xla),
+}
+
+
+
 class QuantizeAndDequantize(Family):
     name = "qdq"
-    template = "qdq.mlir.j2"
-
-    def dtypes(self, spec, semantics):
-        return dtypes_under(semantics)
-
-    def dtype_hint(self, spec, dtype, semantics):
-        return dtype_hint(dtype, semantics)
-
-    templates_by_semantics = {"tf-xla": "qdq_xla.mlir.j2"}
-
-    def unsupported(self, spec, semantics):
-        if spec.variant.range_attrs and semantics == "tf-xla":
-            return ("QuantizeAndDequantize (V1) has no XLA lowering in TF 2.21; allowed: semantics='tf-cpu' "
-                    "(or QuantizeAndDequantizeV2 with semantics='tf-xla')")
-        return ""
-
-    def check(self, c, spec, arrays, attrs, semantics="tf-cpu"):
-        v: Variant = spec.variant
-        x = arrays["input"]
-        signed = attrs["signed_input"]
-        xla = semantics == "tf-xla"  # XLA checks neither V3's num_bits value nor that input_min <= input_max
-        if v.num_bits_tensor:
-            nb = arrays["num_bits"]
-            if nb.ndim != 0:
-                c.fail(f"num_bits must be a scalar int32 tensor, got shape {list(nb.shape)}", "num_bits",
-                       tf=f"Invalid shape. The `num_bits` tensor should be a scalar. Got dimensions: {nb.ndim}")
-            if not xla:
-                _check_num_bits(c, int(nb), signed, backticks=True)
-        else:
-            _check_num_bits(c, attrs["num_bits"], signed, backticks=False)
-        if signed and attrs.get("narrow_range", False) and (int(nb) if v.num_bits_tensor else attrs["num_bits"]) == 1:
-            c.warn("signed num_bits=1 with narrow_range leaves the single level 0: TF (and this op) then "
-                   "return -inf, NaN and +inf", "num_bits")
-        if v.range_attrs:
-            if attrs["range_given"]:
-                check_given_range(c, np.float32(attrs["input_min"]), np.float32(attrs["input_max"]))
-            return
-        axis = attrs["axis"]
-        rank = x.ndim
-        if v.num_bits_tensor:  # V3 reports axis errors in its own words
-            if axis >= rank or axis < -rank:
-                c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {axes_text(rank)}", "axis",
-                       tf=f"Axis requested is larger than input dimensions. Axis: {axis} Input Dimensions: {rank}")
-            if axis < -1:  # TF 2.21 aborts (CHECK d >= 0); the shape function's words
-                c.fail(f"axis={axis} is not allowed; allowed: {axes_text(rank)}", "axis",
-                       tf=f"axis should be at least -1, got {axis}")
-        else:
-            check_axis_at_least_minus_one(c, axis, rank)
-            if axis >= rank:
-                c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {axes_text(rank)}", "axis",
-                       tf=f"Shape must be at least rank {axis + 1} but is rank {rank}")
-        mn, mx = arrays["input_min"], arrays["input_max"]
-        if attrs["range_given"] and axis == -1 and not v.num_bits_tensor:
-            for n, t in (("input_min", mn), ("input_max", mx)):
-                if t.ndim != 0:
-                    c.fail(f"{n} must be a scalar when axis=-1, got shape {list(t.shape)}", n,
-                           tf=f"{n} must be a scalar.")
-        if attrs["range_given"] and axis >= 0:
-            for n, t in (("input_min", mn), ("input_max", mx)):
-                if t.ndim != 1:
-                    c.fail(f"{n} must be a vector of length {x.shape[axis]} when axis={axis}, got shape "
-                           f"{list(t.shape)}", n, tf=f"Shape must be rank 1 for {n}_tensor when the axis is specified")
-                if t.shape[0] != x.shape[axis]:
-                    c.fail(f"{n} has length {t.shape[0]}, expected {x.shape[axis]} (dimension {axis} of the input)", n,
-                           tf=f"{n}_tensor has incorrect size, was {t.shape[0]} expected {x.shape[axis]} to match "
-                              f"dim {axis} of the input {shape_text(t)}")
-        if v.num_bits_tensor and attrs["range_given"] and axis == -1:
-            for n, t in (("input_min", mn), ("input_max", mx)):
-                if t.size != 1:  # TF 2.21 aborts: Check failed: 1 == NumElements()
-                    c.fail(f"{n} must be a scalar when axis=-1, got shape {list(t.shape)}", n,
-                           tf=f"Shape must be rank 0 but is rank {t.ndim}")
-        _check_range_tensors(c, x, mn, mx, axis)
-        if attrs["range_given"] and axis == -1 and not xla:
-            check_given_range(c, mn, mx)
+    rules_by_semantics = RULES
 
     def structural(self, spec):
         # V3 computes its integer range on device from the num_bits tensor: signedness and narrowness
@@ -252,25 +311,6 @@ class QuantizeAndDequantize(Family):
 
     def reduces(self, spec, attrs):
         return not attrs.get("range_given", True)
-
-    def oracle(self, call):
-        v: Variant = call.spec.variant
-        a, arr = call.attrs, call.arrays
-        x = arr["input"]
-        num_bits = int(arr["num_bits"]) if v.num_bits_tensor else a["num_bits"]
-        if call.semantics == "tf-xla":
-            return (qdq_xla.forward(x, arr["input_min"], arr["input_max"], v3=v.num_bits_tensor, num_bits=num_bits,
-                                    signed=a["signed_input"], narrow=a.get("narrow_range", False),
-                                    range_given=a["range_given"], half_up=a.get("round_mode") == "HALF_UP",
-                                    axis=call.per_channel_axis()),)
-        if v.range_attrs:
-            lo, hi = np.asarray(a["input_min"], np.float32), np.asarray(a["input_max"], np.float32)
-        else:
-            lo, hi = arr["input_min"], arr["input_max"]
-        y = qdq_forward(x, lo.astype(x.dtype), hi.astype(x.dtype), signed=a["signed_input"], num_bits=num_bits,
-                        narrow=a.get("narrow_range", False), range_given=a["range_given"],
-                        half_up=a.get("round_mode") == "HALF_UP", axis=call.per_channel_axis())
-        return (y,)
 
     def grid_step(self, call):
         """1 / scale of the CPU kernel's range, per element."""
@@ -291,30 +331,7 @@ class QuantizeAndDequantize(Family):
         inv = compute_range(np.float64(qmin), np.float64(qmax), lo, hi)[3]
         return np.broadcast_to(inv, x3.shape).reshape(x.shape)
 
-    def params(self, spec, attrs, dtype, semantics="tf-cpu"):
-        """The integer range converted to T; V1 with a given range also its float attrs in T. V3 computes
-        its range on device from the num_bits tensor. Under tf-xla (V2/V4): XLA's folded integer range
-        and the reciprocals of its ends, each rounded as XLA rounds them, in the compute type."""
-        if spec.variant.num_bits_tensor:
-            return []
-        if semantics == "tf-xla":
-            A = qdq_xla.arith(dtypes.get(dtype).np)
-            ct = dtypes.get(dtype).compute
-            qmin, qmax = qdq_xla._int_range_const(A, attrs["signed_input"], attrs["num_bits"],
-                                                  attrs.get("narrow_range", False))
-            t = dtypes.get(ct).mlir
-            with np.errstate(all="ignore"):
-                vals = (qmin, qmax, A.recip_const(qmin), A.recip_const(qmax))
-            return [(n, t, np.asarray(v, ct)[()]) for n, v in zip(("qmin", "qmax", "recip_lo", "recip_hi"), vals)]
-        T, t = np.dtype(dtype), dtypes.get(dtype).mlir
-        qmin, qmax = int_range(attrs["signed_input"], attrs["num_bits"], attrs.get("narrow_range", False))
-        out = [("qmin", t, int_to(qmin, T)[()]), ("qmax", t, int_to(qmax, T)[()])]
-        if spec.variant.range_attrs and attrs["range_given"]:
-            out += [("range_lo", t, np.float32(attrs["input_min"]).astype(T)),
-                    ("range_hi", t, np.float32(attrs["input_max"]).astype(T))]
-        return out
-
-    def template_vars(self, spec, attrs, semantics="tf-cpu"):
+    def template_vars(self, spec, attrs):
         return {"range_attrs": spec.variant.range_attrs, "num_bits_tensor": spec.variant.num_bits_tensor}
 
     def tf_wrapper(self, spec, name, raw_op):
@@ -323,7 +340,7 @@ class QuantizeAndDequantize(Family):
 
         def wrapper(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
                     round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu",
-                    semantics="tf-cpu"):
+                    semantics=DEFAULT_SEMANTICS):
             return raw_op(input=input, input_min=input_min, input_max=input_max, signed_input=signed_input,
                           num_bits=num_bits, range_given=range_given, round_mode=round_mode,
                           narrow_range=narrow_range, axis=wrapper_axis(input, axis), target=target,

@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import axes_text
 from ..numerics import flush, three_d
 from .family import Family
-from .qdq import AXIS, DTYPES, TENSOR_INPUTS, check_axis_at_least_minus_one, dtype_hint, dtypes_under
+from .qdq import AXIS, DTYPES, TENSOR_INPUTS, XLA_DTYPES, check_axis_at_least_minus_one, cpu_dtype_hint
+from .rules import Rules
 from .spec import Input, OpSpec
 
 
@@ -27,55 +28,55 @@ def qdq_v4_grad(g, x, mn, mx, *, axis):
     return dx, np.zeros(mn.shape, T), np.zeros(mx.shape, T)
 
 
+def check(c, spec, arrays, attrs):
+    g, x, mn, mx = arrays["gradients"], arrays["input"], arrays["input_min"], arrays["input_max"]
+    axis, rank = attrs["axis"], x.ndim
+    check_axis_at_least_minus_one(c, axis, rank)
+    if g.shape != x.shape:
+        c.fail(f"gradients has shape {list(g.shape)} but input has shape {list(x.shape)}; they must be equal",
+               "gradients", tf="gradient and input must be the same size")
+    if axis >= rank:
+        c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {axes_text(rank)}", "axis",
+               tf=f"Axis should be -1 or 0 or a positive value less than {rank}but given axis value was {axis}")
+    for n, t, short in (("input_min", mn, "min"), ("input_max", mx, "max")):
+        if t.ndim > 1:
+            c.fail(f"{n} must be rank 0 or 1, got rank {t.ndim}", n,
+                   tf=f"Input {short} tensor must have dimension 0 or 1. Received {t.ndim}.")
+    if axis >= 0:
+        for n, t, short in (("input_min", mn, "min"), ("input_max", mx, "max")):
+            if t.ndim == 0:
+                c.fail(f"{n} must be a vector of length {x.shape[axis]} when axis={axis}, got a scalar", n,
+                       tf=f"Shape must be rank 1 for {n}_tensor when the axis is specified")
+            if t.shape[0] != x.shape[axis]:
+                c.fail(f"{n} must be a vector of length {x.shape[axis]} (dimension {axis} of the input), "
+                       f"got shape {list(t.shape)}", n,
+                       tf=f"{short} has incorrect size, expected {x.shape[axis]} was {t.size}")
+    else:
+        for n, t in (("input_min", mn), ("input_max", mx)):
+            if t.ndim != 0:
+                c.fail(f"{n} must be a scalar when axis=-1, got shape {list(t.shape)}", n,
+                       tf=f"{n} must be a scalar if axis is unspecified")
+
+
+def oracle(call):
+    # 16-bit types: the float32 kernel on the exact widened values (a float16 subnormal is a normal
+    # float32, so DAZ leaves it), the result narrowed back (exact: a gradient or a zero).
+    wide = np.float32 if call.dtype.name in ("float16", "bfloat16") else call.dtype
+    arr = {n: a.astype(wide) for n, a in call.arrays.items()}
+    outs = qdq_v4_grad(arr["gradients"], arr["input"], arr["input_min"], arr["input_max"],
+                       axis=call.per_channel_axis())
+    return tuple(o.astype(call.dtype) for o in outs)
+
+
+# XLA has no V4Grad kernel. Its mask is a pair of comparisons and a select, exact in any type, so under
+# tf-xla it is the same definition in the types XLA's forward ops take (README, semantics).
+RULES = {"tf-cpu": Rules(oracle, "qdq_grad.mlir.j2", DTYPES, check=check, dtype_hint=cpu_dtype_hint),
+         "tf-xla": Rules(oracle, "qdq_grad.mlir.j2", XLA_DTYPES, check=check)}
+
+
 class QuantizeAndDequantizeGrad(Family):
     name = "qdq_grad"
-    template = "qdq_grad.mlir.j2"
-
-    # XLA has no V4Grad kernel. Its mask is a pair of comparisons and a select, exact in any type, so
-    # under tf-xla it is the same definition in the types XLA's forward ops take (README, semantics).
-    def dtypes(self, spec, semantics):
-        return dtypes_under(semantics)
-
-    def dtype_hint(self, spec, dtype, semantics):
-        return dtype_hint(dtype, semantics)
-
-    def check(self, c, spec, arrays, attrs, semantics="tf-cpu"):
-        g, x, mn, mx = arrays["gradients"], arrays["input"], arrays["input_min"], arrays["input_max"]
-        axis, rank = attrs["axis"], x.ndim
-        check_axis_at_least_minus_one(c, axis, rank)
-        if g.shape != x.shape:
-            c.fail(f"gradients has shape {list(g.shape)} but input has shape {list(x.shape)}; they must be equal",
-                   "gradients", tf="gradient and input must be the same size")
-        if axis >= rank:
-            c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: {axes_text(rank)}", "axis",
-                   tf=f"Axis should be -1 or 0 or a positive value less than {rank}but given axis value was {axis}")
-        for n, t, short in (("input_min", mn, "min"), ("input_max", mx, "max")):
-            if t.ndim > 1:
-                c.fail(f"{n} must be rank 0 or 1, got rank {t.ndim}", n,
-                       tf=f"Input {short} tensor must have dimension 0 or 1. Received {t.ndim}.")
-        if axis >= 0:
-            for n, t, short in (("input_min", mn, "min"), ("input_max", mx, "max")):
-                if t.ndim == 0:
-                    c.fail(f"{n} must be a vector of length {x.shape[axis]} when axis={axis}, got a scalar", n,
-                           tf=f"Shape must be rank 1 for {n}_tensor when the axis is specified")
-                if t.shape[0] != x.shape[axis]:
-                    c.fail(f"{n} must be a vector of length {x.shape[axis]} (dimension {axis} of the input), "
-                           f"got shape {list(t.shape)}", n,
-                           tf=f"{short} has incorrect size, expected {x.shape[axis]} was {t.size}")
-        else:
-            for n, t in (("input_min", mn), ("input_max", mx)):
-                if t.ndim != 0:
-                    c.fail(f"{n} must be a scalar when axis=-1, got shape {list(t.shape)}", n,
-                           tf=f"{n} must be a scalar if axis is unspecified")
-
-    def oracle(self, call):
-        # 16-bit types: the float32 kernel on the exact widened values (a float16 subnormal is a normal
-        # float32, so DAZ leaves it), the result narrowed back (exact: a gradient or a zero).
-        wide = np.float32 if call.dtype.name in ("float16", "bfloat16") else call.dtype
-        arr = {n: a.astype(wide) for n, a in call.arrays.items()}
-        outs = qdq_v4_grad(arr["gradients"], arr["input"], arr["input_min"], arr["input_max"],
-                           axis=call.per_channel_axis())
-        return tuple(o.astype(call.dtype) for o in outs)
+    rules_by_semantics = RULES
 
     def matrix_variants(self, spec):
         return [{"axis": -1}, {"axis": 1}]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ... import dtypes
+from ... import semantics as SEM
 from ... import targets as T
 from ...config import OpConfig, parse_shape
 from ...errors import QDQError
@@ -38,7 +39,7 @@ class Entry:
     dtype: str
     shape: tuple
     targets: tuple[str, ...] | None = None
-    semantics: str = "tf-cpu"
+    semantics: str = SEM.DEFAULT
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
             shape = [None if d == "?" else d for d in shape]
         try:
             shape = parse_shape(shape)
-            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", "baked", e.get("semantics", "tf-cpu"))
+            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", "baked", e.get("semantics", SEM.DEFAULT))
         except QDQError as err:
             raise _cfg_error(source, f"{where}: {err}") from None
         etargets = as_targets(e["targets"], source, f"{where}.targets") if "targets" in e else None

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from ... import iree_tools
+from ... import semantics as SEM
 from ... import targets as T
 from .inputs import golden_tf_version
 
@@ -74,7 +75,7 @@ def goldens_tf_versions(ops) -> dict[str, str]:
     for op, sem in dict.fromkeys(ops):
         v = golden_tf_version(op, sem)
         if v:
-            out[op if sem == "tf-cpu" else f"{op}@{sem}"] = v
+            out[op if sem == SEM.DEFAULT else f"{op}@{sem}"] = v
     return out
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ... import dtypes as DT
 from ... import ops as op_registry
+from ... import semantics as SEM
 
 
 @dataclass(frozen=True)
@@ -14,12 +15,12 @@ class MatrixEntry:
     attrs: tuple
     dtype: str
     static: bool
-    semantics: str = "tf-cpu"
+    semantics: str = SEM.DEFAULT
 
     @property
     def name(self) -> str:
         a = ",".join(f"{k}={v}" for k, v in self.attrs)
-        sem = "" if self.semantics == "tf-cpu" else f"@{self.semantics}"
+        sem = "" if self.semantics == SEM.DEFAULT else f"@{self.semantics}"
         return f"{self.op}{f'[{a}]' if a else ''}:{DT.get(self.dtype).short}:{'static' if self.static else 'dynamic'}{sem}"
 
     @property
@@ -32,7 +33,7 @@ def structural_variants(spec: op_registry.OpSpec) -> list[dict]:
     return spec.family.matrix_variants(spec)
 
 
-def build_matrix(ops=None, dtypes=None, semantics=("tf-cpu",)) -> list[MatrixEntry]:
+def build_matrix(ops=None, dtypes=None, semantics=(SEM.DEFAULT,)) -> list[MatrixEntry]:
     """Every configuration of the ops named (default: all), for the dtypes named (default: each op's
     under each semantics), under each of ``semantics``."""
     entries = []
@@ -40,10 +41,11 @@ def build_matrix(ops=None, dtypes=None, semantics=("tf-cpu",)) -> list[MatrixEnt
         for name, spec in op_registry.OPS.items():
             if ops and name not in ops:
                 continue
-            if spec.family.unsupported(spec, sem):
+            rules = spec.family.rules(sem)
+            if rules.unsupported(spec):
                 continue  # no answer under this semantics (V1 has no XLA lowering)
             for a in structural_variants(spec):
-                for dt in spec.family.dtypes(spec, sem):
+                for dt in rules.dtypes:
                     if dtypes and dt not in dtypes:
                         continue
                     # Static shapes for float32 only: static f64 adds compile time and no new code path

@@ -146,7 +146,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                    dtypes: list[str] | None = None, sizes=DEFAULT_SIZES, shard: tuple[int, int] | None = None,
                    jobs: int = 0, seed: int = 0, progress: str = "off", json_path: str | None = None,
                    junit_path: str | None = None, markdown_path: str | None = None,
-                   semantics=("tf-cpu",)) -> int:
+                   semantics=(SEM.DEFAULT,)) -> int:
     """Validate the matrix of ``ops`` x ``dtypes`` (default: all) on ``targets``; the exit status (1: a mismatch).
 
     Prints the run's versions, host and devices, the table, the mismatches and a summary line on stdout
@@ -247,8 +247,8 @@ def _why_empty(ops, dtypes, semantics) -> str:
     for name in ops or op_registry.OPS:
         spec = op_registry.get(name)
         for sem in semantics:
-            why = spec.family.unsupported(spec, sem)
+            why = spec.family.rules(sem).unsupported(spec)
             parts.append(f"{name} under {sem}: {why}" if why else
-                         f"{name} takes {', '.join(spec.family.dtypes(spec, sem))} under {sem}")
+                         f"{name} takes {', '.join(spec.family.rules(sem).dtypes)} under {sem}")
     asked = f" (asked for {', '.join(dtypes)})" if dtypes else ""
     return "; ".join(parts) + asked

@@ -1,0 +1,53 @@
+"""``Rules``: what one family does under one semantics, registered beside the family's other rules.
+
+A semantics is a reference whose bits the programs reproduce (TF's CPU kernels, its XLA lowering, next
+PyTorch's CPU kernels). Where two references compute the same op differently, the family registers one
+``Rules`` per semantics, the way JAX registers a primitive's lowering per platform
+(``mlir.register_lowering(prim, rule, platform=...)``). Generic code asks ``spec.family.rules(name)``
+and reads the block; it never compares semantics names, and neither do the families.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..errors import Checker
+
+
+def _no_check(c: Checker, spec, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> None:
+    return None
+
+
+def _supported(spec) -> str:
+    return ""
+
+
+def _no_hint(spec, dtype: str) -> str:
+    return ""
+
+
+def _no_params(spec, attrs, dtype: str) -> list:
+    return []
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One family's behaviour under one semantics.
+
+    oracle(call)                      the NumPy reference: one array per output, in the op's order
+    template                          the Jinja2 template (templates/) that lowers the op
+    dtypes                            the element types the ops take
+    check(c, spec, arrays, attrs)     the op's own checks (after the generic type and attribute checks)
+    unsupported(spec)                 why an op has no answer here ('' when it has one)
+    dtype_hint(spec, dtype)           how to run a dtype refused here ('' when nothing can)
+    params(spec, attrs, dtype)        (name, MLIR type, exact value) of each parameter computed on the host
+    """
+    oracle: Callable
+    template: str
+    dtypes: tuple[str, ...]
+    check: Callable = _no_check
+    unsupported: Callable = _supported
+    dtype_hint: Callable = _no_hint
+    params: Callable = _no_params
