@@ -12,12 +12,10 @@ from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gra
                   fake_quant_with_min_max_vars_vjp, quantize_and_dequantize, quantize_and_dequantize_v2,
                   quantize_and_dequantize_v2_vjp, quantize_and_dequantize_vjp)
 
-registry = ops  # the op registry under its earlier name (qdq_compiler.ops is the module)
-
 from .version import __version__  # noqa: E402  (a leaf module: jobs read it there)
 
 __all__ = ["QDQError", "QDQTypeError", "QDQWarning", "CompileError", "TargetUnavailableError", "BundleError",
-           "ops", "registry", "oracle", "raw_ops", "load_bundle", "__version__",
+           "ops", "oracle", "raw_ops", "load_bundle", "__version__",
            "quantize_and_dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_vjp",
            "quantize_and_dequantize_v2_vjp", "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",
            "fake_quant_with_min_max_args_vjp", "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_gradient",

@@ -1,14 +1,14 @@
-"""Build ``raw_ops``-style callables from the op registry, for the oracle and for compiled targets alike."""
+"""What the generated op namespaces (``raw_ops``, ``oracle.raw_ops``; tools/gen_public_api.py) call: TF's
+argument errors, the bound call run on a target or on the oracle, and the outputs packed as TF returns them."""
 from __future__ import annotations
 
 import collections
 import functools
 import inspect
-from typing import Any, Callable
 
 from . import ops as R
-from .semantics import DEFAULT as DEFAULT_SEMANTICS
-from .validation import Call, bind
+from .errors import QDQTypeError
+from .validation import bind
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,33 +26,44 @@ def pack(op: str, outputs):
     return outputs[0] if rt is None else rt(*outputs)
 
 
-def signature(spec: R.OpSpec, extra: tuple[inspect.Parameter, ...] = ()) -> inspect.Signature:
-    kw = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter(i.name, kw) for i in spec.inputs]
-    params += [inspect.Parameter(a.name, kw, default=a.default) for a in spec.attrs]
-    params += [inspect.Parameter("name", kw, default=None)]
-    return inspect.Signature(params + list(extra))
+def tf_arguments(fn):
+    """Wrap a generated raw op so that a wrong argument list is the QDQError ``validation.bind`` gives
+    (naming the argument and the allowed ones, in TF's words where it has them), not Python's TypeError.
+    A right one costs two set comparisons."""
+    params = inspect.signature(fn).parameters
+    names = frozenset(params)
+    required = frozenset(n for n, p in params.items() if p.default is inspect.Parameter.empty)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        if args or not (required <= kwargs.keys() <= names):
+            _argument_error(fn.__name__, args, kwargs, names)
+        return fn(**kwargs)
+    return checked
 
 
-def make_raw_op(spec: R.OpSpec, run: Callable[[Call, dict], Any], extra: dict[str, Any] | None = None,
-                doc_suffix: str = "") -> Callable:
-    """A keyword-only function named like the TF raw op: validate, then ``run(call, extra_kwargs)``."""
-    extra = {**dict(extra or {}), "semantics": DEFAULT_SEMANTICS}
+def _argument_error(op: str, args, kwargs, names):
+    if args:
+        raise QDQTypeError(f"{op} takes keyword arguments only, as tf.raw_ops.{op} does (got {len(args)} "
+                           f"positional); arguments are: {', '.join(n for n in names if n != 'name')}")
+    own = {"target", "semantics"} & names   # this namespace's own keywords; anything else is the op's to judge
+    bind(op, {k: v for k, v in kwargs.items() if k not in own})   # raises the unknown/missing argument's error
+    raise QDQTypeError(f"{op}: arguments {sorted(kwargs)} do not fit {sorted(names)}")  # (bind always raised)
 
-    name = spec.name
-    packer = result_type(name)
 
-    def raw_op(**kwargs):
-        ex = {k: kwargs.pop(k, v) for k, v in extra.items()}
-        call = bind(name, kwargs, semantics=ex.pop("semantics"))
-        out = run(call, ex)
-        return out[0] if packer is None else packer(*out)
+_execute_run = None
 
-    raw_op.__name__ = raw_op.__qualname__ = spec.name
-    xparams = tuple(inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in extra.items())
-    raw_op.__signature__ = signature(spec, xparams)
-    attrs = ", ".join(f"{a.name}={a.default!r}" for a in spec.attrs)
-    raw_op.__doc__ = (f"{spec.doc}\n\nInputs: {', '.join(spec.input_names)}. Attributes: {attrs}.\n"
-                      f"Outputs: {', '.join(spec.outputs)}.{doc_suffix}\n``semantics``: whose answer, 'tf-cpu' "
-                      f"(TF 2.21's CPU kernels, the default) or 'tf-xla' (its XLA lowering, jit_compile=True).")
-    return raw_op
+
+def run_compiled(op: str, kwargs: dict, target, semantics):
+    """Validate and run ``op`` on ``target``. The executor is imported on the first call: importing the
+    namespace loads no compiler machinery."""
+    global _execute_run
+    if _execute_run is None:
+        from .execute import run as _execute_run
+    return pack(op, _execute_run(bind(op, kwargs, semantics=semantics), target))
+
+
+def run_oracle(op: str, kwargs: dict, semantics):
+    """Validate and compute ``op`` with the NumPy reference."""
+    from .oracle import compute
+    return pack(op, compute(bind(op, kwargs, semantics=semantics)))

@@ -7,13 +7,11 @@ its rules side by side.
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..errors import QDQError
-from ..semantics import DEFAULT as DEFAULT_SEMANTICS
 from .rules import Rules
 from .spec import OpSpec
 
@@ -77,30 +75,6 @@ class Family:
     def template_vars(self, spec: OpSpec, attrs: Mapping[str, Any]) -> dict[str, Any]:
         """The family's own switches, as the template reads them (``k.v.<name>``)."""
         return {}
-
-    # -- TF's Python wrappers (OpSpec.tf_wrappers) ----------------------------------------------------
-    def tf_wrapper(self, spec: OpSpec, name: str, raw_op):
-        """TF's public wrapper ``name`` around ``raw_op``: TF's positional order (the inputs, then the
-        attributes with their defaults, then ``name``), plus the keywords ``target`` and ``semantics``."""
-        params = [inspect.Parameter(i.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for i in spec.inputs]
-        params += [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=a.default)
-                   for a in spec.attrs]
-        params += [inspect.Parameter("name", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
-                   inspect.Parameter("target", inspect.Parameter.KEYWORD_ONLY, default="cpu"),
-                   inspect.Parameter("semantics", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_SEMANTICS)]
-        sig = inspect.Signature(params)
-
-        def wrapper(*args, **kwargs):
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            kw = dict(bound.arguments)
-            kw.pop("name")
-            return raw_op(**kw)
-
-        wrapper.__name__ = wrapper.__qualname__ = name
-        wrapper.__signature__ = sig
-        wrapper.__doc__ = f"``tf.quantization.{name}``: the {spec.name} op. {spec.doc}"
-        return wrapper
 
     # -- samples for the validation matrix and the benchmarks ----------------------------------------
     def matrix_variants(self, spec: OpSpec) -> list[dict]:

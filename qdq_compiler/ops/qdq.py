@@ -15,7 +15,6 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import Checker, QDQError, QDQTypeError, axes_text, fmt_number, shape_text
-from ..semantics import DEFAULT as DEFAULT_SEMANTICS
 from ..numerics import flush, ftz, int_range, int_to, three_d
 from . import qdq_xla
 from .family import Family
@@ -333,22 +332,6 @@ class QuantizeAndDequantize(Family):
 
     def template_vars(self, spec, attrs):
         return {"range_attrs": spec.variant.range_attrs, "num_bits_tensor": spec.variant.num_bits_tensor}
-
-    def tf_wrapper(self, spec, name, raw_op):
-        """TF's QDQ wrapper: TF's argument order and its axis rule (None -> -1, negative counts from the end)."""
-        gradient = "masked (V4Grad)" if spec.variant.masked_gradient else "straight-through"
-
-        def wrapper(input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
-                    round_mode="HALF_TO_EVEN", name=None, narrow_range=False, axis=None, *, target="cpu",
-                    semantics=DEFAULT_SEMANTICS):
-            return raw_op(input=input, input_min=input_min, input_max=input_max, signed_input=signed_input,
-                          num_bits=num_bits, range_given=range_given, round_mode=round_mode,
-                          narrow_range=narrow_range, axis=wrapper_axis(input, axis), target=target,
-                          semantics=semantics)
-
-        wrapper.__name__ = wrapper.__qualname__ = name
-        wrapper.__doc__ = f"``tf.quantization.{name}``: the {spec.name[-2:]} op; its gradient is {gradient}."
-        return wrapper
 
     def matrix_variants(self, spec):
         rms = ROUND_MODES if "round_mode" in spec.attr_map else (None,)
