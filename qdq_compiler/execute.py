@@ -9,6 +9,7 @@ attributes travel as trailing 0-d arguments (see config.py).
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -108,6 +109,33 @@ _fast_plans: dict = {}
 _RUN_PLANS_MAX = 4096
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How the calls of one kind run: the loaded function and what goes in beside the call's arrays.
+
+    One planner (``plan_for``) makes them for raw ops, validate and bench; a bundle entry makes its own
+    from its manifest record. ``run_plan`` runs any of them.
+    """
+    fn: runtime.LoadedFunction
+    params: tuple               # runtime.Constant per parameter computed on the host, after the inputs
+    dims: tuple | None          # the canonical view of data-shaped arrays (None: as the call has them)
+    widened: tuple[bool, ...]   # per input: a 16-bit float widened to float32 on the host
+    empty_buffers: bool         # the target binds zero-sized buffers (Vulkan does not)
+
+    def args(self, call: Call) -> list:
+        """The call's arrays as the function takes them: data-shaped ones in the canonical view, 16-bit
+        floats as their bits (or widened on the host), then the parameters."""
+        out = []
+        for inp, widened in zip(call.spec.inputs, self.widened):
+            a = call.arrays[inp.name]
+            out.append(dtypes.abi_view(a.reshape(self.dims) if self.dims is not None and inp.layout == ops.DATA
+                                       else a, widened))
+        return out + list(self.params)
+
+    def view(self, a: np.ndarray) -> np.ndarray:
+        return a if self.dims is None else a.reshape(self.dims)
+
+
 def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tuple[np.ndarray, ...]:
     """Compute ``call`` on ``target`` ("oracle" = the NumPy reference); outputs as the oracle returns them.
 
@@ -118,30 +146,33 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     (see runtime.py); the artifact, its parameters and the bound function are looked up once per
     (op, attributes, dtype, shape kind, target).
     """
-    hit = None
     if out is None and call.attrs_key is not None and type(target) is str:
-        hit = _fast_plans.get(_fast_key(call, target, static))
-    if hit is not None:
         # A call like one seen before: its plan exists, so the target's checks passed for it.
-        results = hit[0].call_small(_plan_args(call, hit), hit[1], _small_storage(call, hit[0], hit[2]))
-        if results is not None:
-            return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
+        plan = _fast_plans.get(_fast_key(call, target, static))
+        if plan is not None:
+            return run_plan(call, plan)
     t = targets.get(target, reference_ok=True)
     if t.is_reference:
         return _into_out(compute(call), out)
     t.require_available()
     t.require_dtype(call.dtype_name)
     if call.data.size == 0 and not t.limits.empty_buffers:
+        return _into_out(compute(call), out)  # nothing to compile: run_plan would answer on the host
+    return run_plan(call, plan_for(call, target, static), out)
+
+
+def run_plan(call: Call, plan: Plan, out=None) -> tuple[np.ndarray, ...]:
+    """Run ``call`` through ``plan`` (``run``'s ``out``): a small call on a CPU driver in one step, a
+    large one with its data-shaped result in caller storage where the function takes it."""
+    if call.data.size == 0 and not plan.empty_buffers:
         # Vulkan rejects zero-sized bindings. An empty input has no element to compute: its outputs are
         # empty and its range gradients are sums over nothing, so the host answers without a dispatch.
         return _into_out(compute(call), out)
-    fn, args, view = prepare(call, target, static)
-    spec = call.spec
-    x = call.data
-    if out is None and hit is None:  # (a plan seen before has tried the small path above)
+    fn, args, spec, x = plan.fn, plan.args(call), call.spec, call.data
+    if out is None:
         k = len(spec.inputs)
         # None unless a small call on a CPU driver
-        results = fn.call_small(args[:k], args[k:], _small_storage(call, fn, view(x).shape))
+        results = fn.call_small(args[:k], args[k:], _small_storage(call, fn, plan.view(x).shape))
         if results is not None:
             return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
     outs = _out_list(spec, call, out)
@@ -154,7 +185,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
                 written[i] = _storage_for(call, fn, i)
     views = None
     if written is not None:
-        views = [None if o is None else dtypes.abi_view(view(o) if i == 0 else o) for i, o in enumerate(written)]
+        views = [None if o is None else dtypes.abi_view(plan.view(o) if i == 0 else o) for i, o in enumerate(written)]
     results = fn(args, views) if views is not None else fn(args)
     results = [None if r is None else dtypes.from_abi(r, call.dtype) for r in results]
     if written is None:
@@ -212,45 +243,34 @@ def _shaped(call: Call, results: list) -> tuple[np.ndarray, ...]:
 
 
 def prepare(call: Call, target: str = "cpu", static: bool = False):
-    """(bound function, its argument list, the canonical view of data-shaped arrays) for ``call``.
+    """(bound function, its argument list, the canonical view of data-shaped arrays) for ``call``: the
+    benchmark times the kernel with its inputs already bound."""
+    plan = plan_for(call, target, static)
+    return plan.fn, plan.args(call), plan.view
 
-    What ``run`` calls; the benchmark uses it to time the kernel with its inputs already bound. The
-    artifact, its parameters and the bound function are looked up once per (op, attributes, dtype,
-    shape kind, target).
-    """
-    # Fast path: a call like one seen before (same op, semantics, attributes by bits, dtype, data shape,
-    # target) reuses its whole plan; nothing but the arrays' own checks (validation.bind) runs again.
+
+def plan_for(call: Call, target: str = "cpu", static: bool = False) -> Plan:
+    """The plan of ``call`` on ``target``. A call like one seen before (same op, semantics, attributes by
+    bits, dtype, data shape, target) reuses its plan; nothing but the arrays' own checks
+    (validation.bind) runs again."""
     fast = None if call.attrs_key is None else _fast_key(call, target, static)
-    hit = _fast_plans.get(fast) if fast is not None else None
-    if hit is None:
-        hit = _plan(call, target, static)
+    plan = _fast_plans.get(fast) if fast is not None else None
+    if plan is None:
+        plan = _plan(call, target, static)
         if fast is not None:
             if len(_fast_plans) >= _RUN_PLANS_MAX:
                 _fast_plans.clear()
-            _fast_plans[fast] = hit
-    dims = hit[2]
-    return hit[0], _plan_args(call, hit) + hit[1], lambda a: a.reshape(dims)
+            _fast_plans[fast] = plan
+    return plan
 
 
 def _fast_key(call: Call, target: str, static: bool) -> tuple:
     return (call.attrs_key, call.dtype, call.data.shape, target, static)
 
 
-def _plan_args(call: Call, plan) -> list:
-    """The call's arrays as the plan's function takes them: data-shaped ones in the canonical view, 16-bit
-    floats as their bits (or widened on the host)."""
-    _, _, dims, widened = plan
-    args = []
-    for inp in call.spec.inputs:
-        a = call.arrays[inp.name]
-        args.append(dtypes.abi_view(a.reshape(dims) if inp.layout == ops.DATA else a, widened))
-    return args
-
-
-def _plan(call: Call, target: str, static: bool):
-    """(bound function, parameter constants, the data's canonical dims, whether inputs are widened on
-    the host) of ``call`` on ``target``; the artifact and function are shared by every call whose
-    configuration is the same (one artifact serves every shape of a layout)."""
+def _plan(call: Call, target: str, static: bool) -> Plan:
+    """The plan of ``call`` on ``target``; the artifact, function and parameters are shared by every call
+    whose configuration is the same (one artifact serves every shape of a layout)."""
     t = targets.get(target)
     spec = call.spec
     shape, override, dims, tuning = _shape_plan(call, target)
@@ -262,19 +282,20 @@ def _plan(call: Call, target: str, static: bool):
     key = (spec.name, call.dtype_name, shape, target, call.semantics, tuning,
            tuple((k, type(v).__name__, struct.pack("<d", v) if isinstance(v, float) else v)
                  for k, v in sorted(call.attrs.items())))
-    plan = _run_plans.get(key)
-    if plan is None:
+    loaded = _run_plans.get(key)
+    if loaded is None:
         cfg = _runtime_config(call, target, shape, override, tuning)
         art = artifact_for(cfg)
         fn = runtime.load(t.driver, art.key, art.vmfb, cfg.op,
                           import_alignment=runtime.import_alignment(t.backend, art.flags))
-        params = [runtime.Constant(value) for _, _, value in
-                  emit.param_values(spec, dict(call.attrs), call.dtype_name, call.semantics)]
-        plan = (fn, params)
+        params = tuple(runtime.Constant(value) for _, _, value in
+                       emit.param_values(spec, dict(call.attrs), call.dtype_name, call.semantics))
+        loaded = (fn, params)
         if len(_run_plans) >= _RUN_PLANS_MAX:
             _run_plans.clear()
-        _run_plans[key] = plan
-    return plan + (dims, t.widens_on_host(call.dtype_name, spec.family.reduces(spec, call.attrs)))
+        _run_plans[key] = loaded
+    widened = t.widens_on_host(call.dtype_name, spec.family.reduces(spec, call.attrs))
+    return Plan(loaded[0], loaded[1], tuple(dims), (widened,) * len(spec.inputs), t.limits.empty_buffers)
 
 
 def _range_shape(call: Call) -> tuple[int, ...]:

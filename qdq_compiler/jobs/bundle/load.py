@@ -17,13 +17,12 @@ import numpy as np
 
 from ... import dtypes
 from ... import ops as R
-from ... import runtime
+from ... import execute, runtime
 from ... import targets as T
 from ...config import OpConfig, format_shape
 from ...targets.cpu import detect_host_cpu_features, is_x86_64
 from ...errors import BundleError, QDQError, QDQTypeError
 from ...opfuncs import pack
-from ...oracle import compute
 from ...validation import bind
 from .schema import MANIFEST, NAME_RE, SCHEMA, SCHEMA_VERSION
 from .signature import check_module
@@ -63,7 +62,7 @@ class BundleEntry:
         self.file: Path = bundle.path / record["file"]
         self.sha256: str = record["sha256"]
         self.bit_exact: bool = bool(record.get("bit_exact", True))
-        self._fn = None
+        self._ready = None
         spec = self._spec = R.get(self.op)
         self._np_dtype = dtypes.get(self.dtype).np
         # (name, static dims, widened on the host) of each input, in the function's order
@@ -81,12 +80,17 @@ class BundleEntry:
         ins = ", ".join(f"{i['name']}: {i['type']}" for i in self.function["inputs"])
         return f"<BundleEntry {self.name}: {self.op}({ins}) @{self.target}>"
 
-    def _loaded(self):
-        if self._fn is None:
-            backend = T.get(self.target).backend
-            self._fn = runtime.load(self._bundle.driver, "bundle:" + self.sha256, self._data, self.function["name"],
-                                    import_alignment=runtime.import_alignment(backend, self.record["compiler_flags"]))
-        return self._fn
+    def _plan(self) -> execute.Plan:
+        """The entry's plan for the one executor (execute.run_plan): its function, no host parameters (the
+        attributes are baked), the caller's shapes as they are."""
+        if self._ready is None:
+            t = T.get(self.target)
+            fn = runtime.load(self._bundle.driver, "bundle:" + self.sha256, self._data, self.function["name"],
+                              import_alignment=runtime.import_alignment(t.backend, self.record["compiler_flags"]))
+            widened = dict((name, w) for name, _, w in self._inputs)
+            self._ready = execute.Plan(fn, (), None, tuple(widened[i.name] for i in self._spec.inputs),
+                                    t.limits.empty_buffers)
+        return self._ready
 
     def __call__(self, **kwargs):
         spec = self._spec
@@ -115,20 +119,12 @@ class BundleEntry:
         if call.dtype != dtype:
             raise QDQTypeError(f"bundle entry {self.name!r} is compiled for {self.dtype}; got {call.dtype.name} inputs",
                                op=self.op, arg=spec.inputs[0].name)
-        args = []
-        for name, want, widened in self._inputs:
+        for name, want, _ in self._inputs:
             arr = call.arrays[name]
             if arr.ndim != len(want) or any(w is not None and w != d for w, d in zip(want, arr.shape)):
                 raise QDQError(f"input {name} has shape {list(arr.shape)}; bundle entry {self.name!r} takes "
                                f"{format_shape(want)} ('?' = any size)", op=self.op, arg=name)
-            args.append(dtypes.abi_view(arr, widened))
-        if call.data.size == 0 and not T.get(self.target).limits.empty_buffers:
-            return pack(self.op, compute(call))  # no element to compute; the target rejects empty buffers
-        fn = self._loaded()
-        outs = fn.call_small(args, ())  # None unless a small call on a CPU driver
-        if outs is None:
-            outs = fn(args)
-        return pack(self.op, [dtypes.from_abi(o, call.dtype) for o in outs])
+        return pack(self.op, execute.run_plan(call, self._plan()))
 
 
 class Bundle:
