@@ -1,5 +1,6 @@
 """Test-side helpers for the TF 2.21 golden vectors (package data in qdq_compiler/goldens/, loaded through
-``qdq_compiler.goldens``; written by tools/make_goldens.py)."""
+``qdq_compiler.goldens``; written by tools/make_goldens.py, the 16-bit FakeQuant ones in goldens/half/ by
+tools/goldens_16bit_fake_quant.py)."""
 from __future__ import annotations
 
 import functools
@@ -57,6 +58,16 @@ def xla_cases() -> tuple[dict, ...]:
     cases = []
     for op in _goldens.ops("tf-xla"):
         cases.extend({**c, "semantics": "tf-xla"} for c in _goldens.load(op, "tf-xla")["cases"])
+    return tuple(cases)
+
+
+@functools.lru_cache(maxsize=1)
+def half_cases() -> tuple[dict, ...]:
+    """The float16/bfloat16 FakeQuant goldens (tf-cpu; goldens/half/, tools/goldens_16bit_fake_quant.py): TF's
+    float32 kernel on the exact value of the 16-bit inputs, each result rounded once. Ids end -f16/-bf16."""
+    cases = []
+    for op in _goldens.half_ops():
+        cases.extend(_goldens.load_half(op)["cases"])
     return tuple(cases)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ... import dtypes as DT
 from ... import goldens, ops
+from ... import semantics as SEM
 from ...config import layout_of, sample_shape
 from ...numerics import three_d
 from .matrix import MatrixEntry
@@ -59,30 +60,43 @@ def entry_calls(entry: MatrixEntry, sizes, seed: int, goldens: bool = True) -> t
 
 
 @functools.lru_cache(maxsize=None)
-def _golden_file(op: str, semantics: str = "tf-cpu") -> dict | None:
+def _golden_file(op: str, semantics: str = SEM.DEFAULT) -> dict | None:
     """The parsed golden file of ``op`` under ``semantics`` (read once per run; read-only), None without one."""
     f = goldens.folder(semantics) / f"{op}.json"
     return json.loads(f.read_text()) if f.is_file() else None
 
 
-def golden_tf_version(op: str, semantics: str = "tf-cpu") -> str | None:
+def golden_tf_version(op: str, semantics: str = SEM.DEFAULT) -> str | None:
     """The TensorFlow version that wrote ``op``'s golden file (its ``tf_version``), None without one."""
     data = _golden_file(op, semantics)
     return data.get("tf_version") if data else None
 
 
+@functools.lru_cache(maxsize=None)
+def _half_file(op: str, semantics: str) -> dict | None:
+    """The parsed float16/bfloat16 golden file of ``op`` under ``semantics`` (``half/`` in its folder: tf-cpu's
+    FakeQuant ops have one; read-only), None without one."""
+    f = goldens.folder(semantics) / "half" / f"{op}.json"
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
 def golden_calls(entry: MatrixEntry) -> list[dict]:
     """Golden cases (if present) whose structure and dtype match ``entry``."""
-    data = _golden_file(entry.op, entry.semantics)
+    narrow = entry.dtype in ("float16", "bfloat16")
+    half = _half_file(entry.op, entry.semantics) if narrow else None
+    # A 16-bit FakeQuant configuration under tf-cpu takes goldens/half/<Op>.json: every float32 TF case with
+    # its inputs rounded to the type, answered by TF's float32 kernel on their exact value and rounded once
+    # (FakeQuant's 16-bit definition; tools/goldens_16bit_fake_quant.py). It holds every case the exact
+    # narrowing below would derive, and more (issue 29.10). Cases marked "deviation" (an Args range beyond
+    # float16's) the package rejects, and are skipped like the float32 deviations.
+    # A 16-bit configuration without such a file (tf-xla) takes the float32 cases whose every float input its type
+    # holds exactly: their edge values as inputs (the oracle gives the answer: XLA rounds after every op).
+    data = half if half is not None else _golden_file(entry.op, entry.semantics)
     if data is None:
         return []
+    derive = narrow and half is None
     spec = ops.get(entry.op)
     out = []
-    # A 16-bit configuration also takes TF's float32 cases whose every float input its type holds exactly:
-    # their edge values as inputs (the oracle gives the answer: FakeQuant's 16-bit definition computes in
-    # float32 on the exact value; XLA's rounds after every op). Issue 29.10: FakeQuant's 16-bit cells ran 6
-    # random cases and no golden (TF has no 16-bit FakeQuant kernel, XLA's files a few 16-bit cases).
-    derive = entry.dtype in ("float16", "bfloat16")
     for case in data["cases"]:
         if "outputs" not in case["expect"] or case.get("deviation"):
             continue
@@ -97,18 +111,18 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
             else:
                 kw[name] = np.array([float.fromhex(v) if v not in ("nan", "-nan") else np.nan for v in vals],
                                     np.float64).astype(DT.get(e["dtype"]).np).reshape(e["shape"])
-        data = kw[spec.data_input]
-        if derive and data.dtype.name == "float32":
+        x = kw[spec.data_input]
+        if derive and x.dtype.name == "float32":
             kw = _narrowed(kw, entry.dtype)
             if kw is None:
                 continue
-            data = kw[spec.data_input]
-        if data.dtype.name != entry.dtype:
+            x = kw[spec.data_input]
+        if x.dtype.name != entry.dtype:
             continue
         full = {a.name: kw.get(a.name, a.default) for a in spec.attrs}
         ax = full.get("axis", -1)
         want_axis = entry.attr.get("axis", -1)
-        if ax != want_axis and not (want_axis == 1 and ax >= 0 and data.ndim > ax):
+        if ax != want_axis and not (want_axis == 1 and ax >= 0 and x.ndim > ax):
             continue
         if any(full.get(k) != v for k, v in entry.attrs if k != "axis"):
             continue
