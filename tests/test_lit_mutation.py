@@ -7,7 +7,7 @@ vulkan), llvm-cpu's HALF_TO_EVEN select with its operands swapped, TF's clamp wi
 reduce minimum <-> maximum), and lit runs the tests that guard that part with PYTHONPATH pointing at
 the scratch package. Every one of those tests must FAIL; the same tests on the unbroken copy must pass
 (so a failure is the mutation's doing, not the set-up's). QDQ_TEMPLATE_DIR is set as well, for when
-emit.py honours it. About 30-60 s on 2 cores (cold compile cache; each e2e case compiles once).
+emit.py honours it. The run's artifact cache is shared (scratch_cache).
 """
 from __future__ import annotations
 
@@ -156,7 +156,11 @@ def _mutate(templates: Path, mut: Mutation) -> None:
 
 @pytest.fixture(scope="module")
 def scratch_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("lit_mutation_cache")
+    """The run's shared artifact cache (tools/run_tests.py runs lit first, so the unbroken baseline loads what
+    lit compiled). Sharing is safe: an artifact's key covers its rendered MLIR and the template sources, so a
+    mutated template never meets an unbroken artifact."""
+    shared = os.environ.get("QDQ_CACHE_DIR")
+    return Path(shared) if shared else tmp_path_factory.mktemp("lit_mutation_cache")
 
 
 def test_guarding_tests_pass_unmutated(tmp_path, scratch_cache):

@@ -152,17 +152,22 @@ def test_a_selection_with_no_configuration_is_an_error_naming_what_the_ops_take(
     assert "shard 3/3 is empty: the matrix has 2 configurations" in capsys.readouterr().err
 
 
-def test_cuda_compiles_every_configuration():
-    """No GPU here: CUDA is compiled for the whole float32/float64 matrix (dynamic, and static at one size), a
-    sample of the 16-bit one and of tf-xla (their integer conversions and fmas make slow compiles)."""
-    every = V.build_matrix()
-    xla = V.build_matrix(["FakeQuantWithMinMaxVars", "QuantizeAndDequantizeV4"], None, ("tf-xla",))
-    entries = [e for e in every if e.dtype in ("float32", "float64")] + \
-        [e for e in every if e.dtype not in ("float32", "float64")][::6] + xla[::5]
+def test_cuda_compiles_one_configuration_of_every_kind():
+    """No GPU here: CUDA is compiled for one configuration of each family x dtype class (float32, float64,
+    16-bit) x semantics x shape kind x (reduces or not) x (per-tensor or per-axis): 60 of the 230. The whole
+    sweep is one command away: qdqc validate --targets cuda --semantics tf-cpu,tf-xla (compile-only here)."""
+    width = {"float16": "16-bit", "bfloat16": "16-bit"}
+    kinds = {}
+    for e in V.build_matrix(None, None, ("tf-cpu", "tf-xla")):
+        spec, a = ops.get(e.op), e.attr
+        kinds.setdefault((spec.family.name, width.get(e.dtype, e.dtype), e.semantics, e.static,
+                          spec.family.reduces(spec, a), a.get("axis", -1) != -1), e)
+    entries = list(kinds.values())
+    assert {ops.get(e.op).family.name for e in entries} == {f.name for f in ops.FAMILIES}
     work = [config_for_entry(e, "cuda", _shape_for(e, 4096) if e.static else None) for e in entries]
     with ThreadPoolExecutor(max_workers=2) as pool:
         arts = list(pool.map(artifact_for, work))
-    assert len(arts) == len(entries)
+    assert len(arts) == len(entries) == 60
     assert all(a.vmfb[:16] and len(a.vmfb) > 1000 for a in arts)
 
 

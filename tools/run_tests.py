@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The project's test command: pytest (parallel over the cores), the lit suite, then the TensorFlow
-coexistence tests, in one exit status.
+"""The project's test command: the lit suite, pytest (parallel over the cores), then the TensorFlow
+coexistence tests, in one exit status, on one artifact cache.
 
 The TensorFlow tests run last, on their own: they need ``.venv-tf``, which .ci/run installs in the
 background while the rest runs (tests/test_tensorflow_coexistence.py waits for it, and skips, saying why,
-where there is none). Arguments are passed to the main pytest run."""
+where there is none). Arguments are passed to the main pytest run (which then runs alone: no lit, no TF)."""
 import os
 import subprocess
 import sys
@@ -13,14 +13,23 @@ from pathlib import Path
 root = Path(__file__).resolve().parent.parent
 bin_dir = Path(sys.executable).parent
 env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+# One artifact cache for pytest and lit (lit's own default is lit_tests/Output/qdq_cache): what one compiled,
+# the other loads.
+env.setdefault("QDQ_CACHE_DIR", str(root / ".qdq_cache"))
+# lavapipe (Vulkan on the CPU) runs a dispatch on LP_NUM_THREADS threads, by default one per core. Beside the
+# other test worker on 2 cores they wait on each other and a small call took 4-100 ms (scheduler ticks); with
+# one thread it takes 0.7 ms (a 2^20 call 113 ms instead of 68). The tests make small calls. A run that sets
+# LP_NUM_THREADS keeps its own.
+env.setdefault("LP_NUM_THREADS", "1")
 jobs = os.environ.get("QDQ_TEST_JOBS", "auto")
 LAST = "tests/test_tensorflow_coexistence.py"
 
+# lit first: the mutation test's unbroken baseline (tests/test_lit_mutation.py) then loads what lit compiled.
+rc_lit = 0
+if (root / "lit_tests" / "lit.cfg.py").is_file() and not sys.argv[1:]:
+    rc_lit = subprocess.call([str(bin_dir / "lit"), "-sv", str(root / "lit_tests")], cwd=root, env=env)
 rc_py = subprocess.call([sys.executable, "-m", "pytest", "-n", jobs, "-ra", "--deselect", LAST, *sys.argv[1:]],
                         cwd=root, env=env)
-rc_lit = 0
-if (root / "lit_tests" / "lit.cfg.py").is_file():
-    rc_lit = subprocess.call([str(bin_dir / "lit"), "-sv", str(root / "lit_tests")], cwd=root, env=env)
 rc_tf = 0
 if (root / LAST).is_file() and not sys.argv[1:]:
     print(f"== {LAST} (TensorFlow in the process; waits for .venv-tf if .ci/run is still installing it)", flush=True)
