@@ -91,7 +91,7 @@ def _config(args):
 def cmd_ops(args):
     if args.json:
         out = {name: {"family": s.family.name, "inputs": list(s.input_names), "outputs": list(s.outputs),
-                      "dtypes": {sem: list(s.family.rules(sem).dtypes) for sem in semantics.names()},
+                      "dtypes": {sem: list(s.family.rules(sem).dtypes) for sem in semantics.names() if s.family.answers(sem)},
                       "attrs": {a.name: {"type": a.kind.__name__, "default": a.default,
                                          **({"choices": list(a.choices)} if a.choices else {})} for a in s.attrs}}
                for name, s in ops.OPS.items()}
@@ -99,7 +99,8 @@ def cmd_ops(args):
         return 0
     for name, s in ops.OPS.items():
         attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.attrs)
-        dts = "; ".join(f"{', '.join(s.family.rules(sem).dtypes)} ({sem})" for sem in semantics.names())
+        dts = "; ".join(f"{', '.join(s.family.rules(sem).dtypes)} ({sem})" for sem in semantics.names()
+                        if s.family.answers(sem))
         print(f"{name}\n    inputs:  {', '.join(s.input_names)}\n    outputs: {', '.join(s.outputs)}\n"
               f"    attrs:   {attrs or '-'}\n    dtypes:  {dts}\n    {s.doc}")
     return 0

@@ -55,12 +55,12 @@ def names(namespace: str | None = None) -> tuple[str, ...]:
     return tuple(n for n, s in SEMANTICS.items() if namespace is None or s.namespace == namespace)
 
 
+DEFAULT_PAIR = (TF_CPU.name, TF_XLA.name)   # what `qdqc diverge` compares unless told: TF's two answers
+
+
 def pair(names_: tuple[str, ...] | None = None) -> tuple[str, str]:
-    """Two semantics of one namespace to compare (``qdqc diverge``): ``names_`` checked, or by default the
-    first namespace's two."""
-    if names_ is None:
-        names_ = names(TF_CPU.namespace)
-    got = tuple(get(n).name for n in names_)
+    """Two semantics of one namespace to compare (``qdqc diverge``): ``names_`` checked, or DEFAULT_PAIR."""
+    got = tuple(get(n).name for n in (DEFAULT_PAIR if names_ is None else names_))
     if len(got) != 2 or got[0] == got[1]:
         raise QDQError(f"semantics={','.join(got)!r}: name two different semantics to compare; allowed: "
                        f"{', '.join(SEMANTICS)}", arg="semantics")

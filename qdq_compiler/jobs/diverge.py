@@ -100,8 +100,8 @@ def diverge(ops_: list[str] | None = None, dtypes: list[str] | None = None, size
     rows = []
     for entry in build_matrix(ops_, dtypes, pair[:1]):
         spec = ops.get(entry.op)
-        if entry.static or any(spec.family.rules(s).unsupported(spec) or entry.dtype not in spec.family.rules(s).dtypes
-                               for s in pair):
+        if entry.static or any(not spec.family.answers(s) or spec.family.rules(s).unsupported(spec)
+                               or entry.dtype not in spec.family.rules(s).dtypes for s in pair):
             continue
         for kw in random_calls(entry, size, seed):
             with warnings.catch_warnings():
@@ -123,6 +123,9 @@ def _why_none(ops_, dtypes, pair) -> str:
     parts = []
     for name in ops_ or ops.OPS:
         spec = ops.get(name)
+        if not all(spec.family.answers(s) for s in pair):
+            parts.append(f"{name} has no rules under {' or '.join(s for s in pair if not spec.family.answers(s))}")
+            continue
         rules = [spec.family.rules(s) for s in pair]
         why = next((r.unsupported(spec) for r in rules if r.unsupported(spec)), "")
         both = [d for d in rules[0].dtypes if d in rules[1].dtypes]

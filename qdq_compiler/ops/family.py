@@ -31,6 +31,10 @@ class Family:
     # One Rules block per semantics the family answers (ops/rules.py), registered by the family module.
     rules_by_semantics: Mapping[str, Rules] = {}
 
+    def answers(self, semantics: str) -> bool:
+        """Whether the family has rules under ``semantics`` (a semantics may cover some families only)."""
+        return semantics in self.rules_by_semantics
+
     def rules(self, semantics: str) -> Rules:
         """The family's rules under ``semantics``; a QDQError naming the semantics it has rules for."""
         try:

@@ -41,6 +41,8 @@ def build_matrix(ops=None, dtypes=None, semantics=(SEM.DEFAULT,)) -> list[Matrix
         for name, spec in op_registry.OPS.items():
             if ops and name not in ops:
                 continue
+            if not spec.family.answers(sem):
+                continue  # a semantics that covers other families
             rules = spec.family.rules(sem)
             if rules.unsupported(spec):
                 continue  # no answer under this semantics (V1 has no XLA lowering)

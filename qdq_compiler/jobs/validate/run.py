@@ -247,7 +247,8 @@ def _why_empty(ops, dtypes, semantics) -> str:
     for name in ops or op_registry.OPS:
         spec = op_registry.get(name)
         for sem in semantics:
-            why = spec.family.rules(sem).unsupported(spec)
+            why = (spec.family.rules(sem).unsupported(spec) if spec.family.answers(sem)
+                   else f"{name} has no rules under {sem}")
             parts.append(f"{name} under {sem}: {why}" if why else
                          f"{name} takes {', '.join(spec.family.rules(sem).dtypes)} under {sem}")
     asked = f" (asked for {', '.join(dtypes)})" if dtypes else ""
