@@ -235,7 +235,7 @@ def cmd_validate(args):
 
 def cmd_bench(args):
     from .jobs import bench
-    cases = bench.select_cases(args.ops)
+    cases = bench.select_cases(args.ops, semantics.parse_list(args.semantics))
     targets = [t.strip() for t in (args.targets or "cpu").split(",") if t.strip()]
     sizes = bench.parse_sizes(args.sizes) if args.sizes else list(bench.DEFAULT_SIZES)
     repeat = args.repeat
@@ -374,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frameworks", default="tf,torch",
                    help="frameworks timed beside ours where installed: tf, torch, both (default) or 'none' "
                         "(their threads also load the machine the other variants run on)")
+    _semantics_arg(p, many=True)
     p = add("build", "build a deployment bundle from a TOML/JSON config", cmd_build)
     p.add_argument("--config", required=True, help="the bundle's description: a .toml or .json file "
                                                     "(examples/qat_bundle.toml; README, Deployment bundles)")

@@ -248,3 +248,18 @@ def test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening(monkeypatch
                           torch=False, latency=True)
     assert D.opened.get("vulkan", 0) == before + 1
     assert {r["variant"] for r in res["results"] if r["target"] == "vulkan"} == {"api", "device"}
+
+
+def test_cases_under_each_semantics_named_and_without_frameworks():
+    """`qdqc bench --semantics tf-cpu,tf-xla` times every case under both (issue 22: tf-xla beside tf-cpu);
+    TF's and PyTorch's eager kernels give the CPU answer, so they are timed beside the default's cases only."""
+    cases = bench.select_cases("FakeQuantWithMinMaxVars,FakeQuantWithMinMaxVarsPerChannel", ("tf-cpu", "tf-xla"))
+    names = [c.name for c in cases]
+    assert names == ["FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVars@tf-xla",
+                     "FakeQuantWithMinMaxVarsPerChannel@tf-xla"]
+    xla = [c for c in cases if c.semantics == "tf-xla"]
+    assert all(not c.tf and c.torch is None for c in xla) and xla[1].compare_to == "FakeQuantWithMinMaxVars@tf-xla"
+    assert bench.select_cases("QuantizeAndDequantize", ("tf-xla",)) == []   # V1 has no XLA lowering
+    rows = bench.measure_case(xla[0], 6, ["cpu"], 1, frameworks=())
+    assert {r["variant"] for r in rows} >= {"api", "device", "oracle"}
+    assert [r["exact"] for r in rows if r["variant"] == "api"] == [True]   # checked against the tf-xla oracle

@@ -1,11 +1,12 @@
 """What ``qdqc bench`` measures: the benchmark cases, their inputs, and the sizes asked for."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ... import ops as op_registry
+from ... import semantics as SEM
 from ...errors import QDQError
 
 CHANNELS = 64
@@ -30,6 +31,7 @@ class Case:
     # or "per-channel" (fake_quantize_per_channel_affine, channels on axis 1), None where it has none. Its
     # arithmetic is not TF's (a throughput comparison, never a bit comparison).
     torch: str | None = None
+    semantics: str = SEM.DEFAULT     # whose answer our variants compute (TF's own variant: its CPU kernels)
 
     @property
     def spec(self) -> op_registry.OpSpec:
@@ -58,8 +60,23 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def select_cases(ops: str | None) -> list[Case]:
-    """The cases named (case names or op names, comma-separated), or every case."""
+def select_cases(ops: str | None, semantics=(SEM.DEFAULT,)) -> list[Case]:
+    """The cases named (case names or op names, comma-separated), or every case, under each of ``semantics``
+    (a case under another semantics than the default is named ``<case>@<semantics>``; TF and PyTorch are
+    timed beside the default's cases only: their eager kernels compute TF's CPU answer, not XLA's)."""
+    base = _named_cases(ops)
+    out = []
+    for sem in dict.fromkeys(SEM.get(s).name for s in semantics):
+        for c in base:
+            if not c.spec.family.answers(sem) or c.spec.family.rules(sem).unsupported(c.spec):
+                continue
+            out.append(c if sem == SEM.DEFAULT else
+                       replace(c, name=f"{c.name}@{sem}", semantics=sem, tf=False, torch=None,
+                               compare_to=c.compare_to and f"{c.compare_to}@{sem}"))
+    return out
+
+
+def _named_cases(ops: str | None) -> list[Case]:
     if not ops:
         return list(CASES)
     out = []

@@ -66,10 +66,10 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
     fns[("copy", "-")] = (lambda: [a.copy() for a in data]) if len(data) > 1 else (lambda: data[0].copy())
     api = getattr(raw_ops, case.op)
     for t in targets:
-        fns[("api", t)] = (lambda t=t: api(**kw, target=t))
+        fns[("api", t)] = (lambda t=t: api(**kw, target=t, semantics=case.semantics))
         fns[("device", t)] = _device_function(case, kw, t)
     oracle = getattr(oracle_ops, case.op)
-    fns[("oracle", "-")] = lambda: oracle(**kw)
+    fns[("oracle", "-")] = lambda: oracle(**kw, semantics=case.semantics)
     if "tf" in frameworks and case.tf:
         tf = _tf_module()
         if tf is not None:
@@ -86,7 +86,7 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
 
 
 def _device_function(case: Case, kw: dict, target: str):
-    call = bind(case.op, kw)
+    call = bind(case.op, kw, semantics=case.semantics)
     fn, args, view = execute.prepare(call, target)
     go = fn.prepare(args, execute.caller_storage(call, fn, view))
     go.api_driver = fn.pick_driver(args) if hasattr(fn, "pick_driver") else fn.driver
