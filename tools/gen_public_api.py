@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from qdq_compiler import ops  # noqa: E402
-from qdq_compiler.semantics import DEFAULT, names  # noqa: E402
+from qdq_compiler.semantics import DEFAULT  # noqa: E402
 
 FILES = {"compiled": ROOT / "qdq_compiler" / "raw_ops.py", "oracle": ROOT / "qdq_compiler" / "oracle" / "raw_ops.py"}
 
@@ -50,32 +50,29 @@ from ..opfuncs import run_oracle as _run
 from ..opfuncs import tf_arguments
 ''',
 }
-SUFFIX = {"compiled": "Compiled with IREE; ``target`` picks the backend (default 'cpu').",
-          "oracle": "NumPy reference: the semantics' bits, computed on the host."}
+SUFFIX = {"compiled": "Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).",
+          "oracle": "The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics)."}
 
 
 def _doc(spec, kind: str) -> str:
-    attrs = ", ".join(f"{a.name}={a.default!r}" for a in spec.attrs)
-    sems = " or ".join(repr(n) for n in names())
-    text = (f"{spec.doc}\n\nInputs: {', '.join(spec.input_names)}. Attributes: {attrs}. "
-            f"Outputs: {', '.join(spec.outputs)}.\n\n{SUFFIX[kind]} ``semantics``: whose answer, {sems} "
-            f"(default {DEFAULT!r}).")
-    return text
+    outs = spec.outputs[0] if len(spec.outputs) == 1 else f"({', '.join(spec.outputs)}), a namedtuple"
+    return f"{spec.doc} Returns {outs}.\n\n{SUFFIX[kind]}"
+
+
+def _wrap(text: str, width: int, indent: int) -> str:
+    return "\n".join(textwrap.wrap(text, width, subsequent_indent=" " * indent, break_long_words=False,
+                                   break_on_hyphens=False))
 
 
 def _function(spec, kind: str) -> str:
-    params = [f"{i.name}" for i in spec.inputs] + [f"{a.name}={a.default!r}" for a in spec.attrs] + ["name=None"]
+    """One op as a def: TF's keyword-only arguments and defaults; its locals are the call's arguments."""
+    params = [i.name for i in spec.inputs] + [f"{a.name}={a.default!r}" for a in spec.attrs] + ["name=None"]
     extra = (["target='cpu'"] if kind == "compiled" else []) + [f"semantics={DEFAULT!r}"]
-    head = f"def {spec.name}(*, " + ", ".join(params + extra) + "):"
-    head = "\n".join(textwrap.wrap(head, 110, subsequent_indent=" " * (len(spec.name) + 5), break_long_words=False, break_on_hyphens=False))
+    head = _wrap(f"def {spec.name}(*, " + ", ".join(params + extra) + "):", 110, len(spec.name) + 5)
     paragraphs = [textwrap.fill(p, 106, break_long_words=False, break_on_hyphens=False)
                   for p in _doc(spec, kind).split("\n\n")]
     doc = textwrap.indent('"""' + "\n\n".join(paragraphs) + '\n"""', "    ")
-    args = ", ".join(f"{n}={n}" for n in (*spec.input_names, *spec.attr_map))
-    call = (f"return _run({spec.name!r}, dict({args})" + (", target=target" if kind == "compiled" else "")
-            + ", semantics=semantics)")
-    call = "\n".join(textwrap.wrap(call, 106, subsequent_indent=" " * 16, break_long_words=False, break_on_hyphens=False))
-    return f"@tf_arguments\n{head}\n{doc}\n{textwrap.indent(call, '    ')}\n"
+    return f"@tf_arguments\n{head}\n{doc}\n    return _run({spec.name!r}, locals())\n"
 
 
 def render(kind: str) -> str:

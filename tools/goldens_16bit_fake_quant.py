@@ -28,22 +28,22 @@ Run from the repository root under the TF virtualenv (never imported by the pack
     /work/tfvenv/bin/python tools/goldens_16bit_fake_quant.py      # ~15 s on 2 cores
 
 All cases run in one forked child (each in its own child only if that one dies). The output is
-byte-identical from run to run. The only import from this repository is qdq_compiler.ops, used (when
-importable) to check the op metadata below.
+byte-identical from run to run. The op metadata (inputs, outputs, sums) comes from the package's registry,
+and the forked-child runner, hex floats and the lazy TF import from tools/make_goldens.py.
 """
 import argparse
 import json
-import math
 import os
-import pickle
 import re
 import sys
-import tempfile
 import time
-import traceback
 
 import ml_dtypes
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_goldens import OPS as REGISTRY, fork_run, hexf, tf_mod  # noqa: E402  (the op registry, the CPU goldens'
+#                                                                   child runner, hex floats, lazy TF)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TF_VERSION = "2.21.0"
@@ -55,48 +55,15 @@ TYPES = (("float16", np.float16, "f16"), ("bfloat16", ml_dtypes.bfloat16, "bf16"
 
 ARGS, VARS, PC = "FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel"
 ARGSG, VARSG, PCG = ARGS + "Gradient", VARS + "Gradient", PC + "Gradient"
-# op -> (input names in TF's order, output names, outputs that are float sums)
-META = {
-    ARGS: (("inputs",), ("outputs",), ()),
-    VARS: (("inputs", "min", "max"), ("outputs",), ()),
-    PC: (("inputs", "min", "max"), ("outputs",), ()),
-    ARGSG: (("gradients", "inputs"), ("backprops",), ()),
-    VARSG: (("gradients", "inputs", "min", "max"),
-            ("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), ("backprop_wrt_min", "backprop_wrt_max")),
-    PCG: (("gradients", "inputs", "min", "max"),
-          ("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), ("backprop_wrt_min", "backprop_wrt_max")),
-}
+# op -> (input names in TF's order, output names, outputs that are float sums), from the op registry (make_goldens
+# imports it: the tool runs from the repository root)
+META = {op: (REGISTRY[op].input_names, REGISTRY[op].outputs, tuple(REGISTRY[op].sum_outputs))
+        for op in (ARGS, VARS, PC, ARGSG, VARSG, PCG)}
 OPS = tuple(META)
 VALUE_TAGS = ("nan", "inf", "neg_zero", "subnormal", "tie", "subnormal_intermediate")
 
 
-def check_metadata():
-    """Cross-check META with the package's op registry when it can be imported (numpy only needed)."""
-    try:
-        sys.path.insert(0, ROOT)
-        from qdq_compiler.ops import OPS as REG  # noqa: PLC0415
-    except Exception as e:  # noqa: BLE001
-        print("note: qdq_compiler.ops not importable (%s); op metadata not cross-checked" % type(e).__name__)
-        return
-    for op, (ins, outs, sums) in META.items():
-        spec = REG[op]
-        assert tuple(spec.input_names) == ins, (op, spec.input_names)
-        assert tuple(spec.outputs) == outs, (op, spec.outputs)
-        assert tuple(spec.sum_outputs) == sums, (op, spec.sum_outputs)
-
-
 # ---------------------------------------------------------------------------------------------- encoding
-
-def hexf(v):
-    """Exact value of a float as hex; trailing zeros of the mantissa removed ("nan", "inf", "-inf")."""
-    v = float(v)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    m = re.match(r"(-?0x[01])\.([0-9a-f]*)p([+-]\d+)$", v.hex())
-    return "%s.%sp%s" % (m.group(1), m.group(2).rstrip("0") or "0", m.group(3))
-
 
 def enc_array(dtype, arr):
     arr = np.asarray(arr)
@@ -136,18 +103,6 @@ def value_tags(arrs, T):
 
 # ----------------------------------------------------------------- running TF (only in forked children)
 
-_tf = None
-
-
-def tf_mod():
-    global _tf
-    if _tf is None:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow as tf  # noqa: PLC0415
-        _tf = tf
-    return _tf
-
-
 def run_case(job):
     """One call of the float32 eager CPU kernel: {"ok", "outputs" (float32 arrays) | "error"}."""
     op, attrs, inputs = job
@@ -164,39 +119,6 @@ def run_case(job):
 
 def run_batch(jobs):
     return [run_case(j) for j in jobs]
-
-
-def fork_run(fn, *args):
-    """fn(*args) in a forked child with stderr captured: (its pickled result or None, stderr, status)."""
-    fd, outpath = tempfile.mkstemp(suffix=".pkl")
-    efd, errpath = tempfile.mkstemp(suffix=".err")
-    os.close(fd)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.dup2(efd, 2)
-            res = fn(*args)
-            with open(outpath, "wb") as fh:
-                pickle.dump(res, fh)
-        except BaseException:  # noqa: BLE001
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(0)
-    os.close(efd)
-    _, status = os.waitpid(pid, 0)
-    try:
-        with open(outpath, "rb") as fh:
-            res = pickle.load(fh) if os.path.getsize(outpath) > 0 else None
-    except Exception:  # noqa: BLE001
-        res = None
-    with open(errpath, errors="replace") as fh:
-        err = fh.read()
-    os.unlink(outpath)
-    os.unlink(errpath)
-    return res, err, status
 
 
 def run_all(jobs):
@@ -259,7 +181,6 @@ def main():
                     help="the folder of the float32 tf-cpu goldens")
     ap.add_argument("--out", default=os.path.join(ROOT, "qdq_compiler", "goldens", "half"))
     args = ap.parse_args()
-    check_metadata()
     t0 = time.time()
     jobs, cases, stats = [], [], {}
     for op in OPS:

@@ -13,168 +13,117 @@ from ..opfuncs import tf_arguments
 @tf_arguments
 def QuantizeAndDequantize(*, input, signed_input=True, num_bits=8, range_given=False, input_min=0.0,
                           input_max=0.0, name=None, semantics='tf-cpu'):
-    """V1: range from float attrs, HALF_TO_EVEN, per-tensor (removed from TF graphs at GraphDef 22).
+    """V1: range from float attrs, HALF_TO_EVEN, per-tensor (removed from TF graphs at GraphDef 22). Returns
+    output.
 
-    Inputs: input. Attributes: signed_input=True, num_bits=8, range_given=False, input_min=0.0, input_max=0.0.
-    Outputs: output.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('QuantizeAndDequantize', dict(input=input, signed_input=signed_input, num_bits=num_bits,
-                    range_given=range_given, input_min=input_min, input_max=input_max), semantics=semantics)
+    return _run('QuantizeAndDequantize', locals())
 
 
 @tf_arguments
 def QuantizeAndDequantizeV2(*, input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
                             round_mode='HALF_TO_EVEN', narrow_range=False, axis=-1, name=None,
                             semantics='tf-cpu'):
-    """V2: range from tensors or data, round_mode attr, optional per-channel axis.
+    """V2: range from tensors or data, round_mode attr, optional per-channel axis. Returns output.
 
-    Inputs: input, input_min, input_max. Attributes: signed_input=True, num_bits=8, range_given=False,
-    round_mode='HALF_TO_EVEN', narrow_range=False, axis=-1. Outputs: output.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('QuantizeAndDequantizeV2', dict(input=input, input_min=input_min, input_max=input_max,
-                    signed_input=signed_input, num_bits=num_bits, range_given=range_given,
-                    round_mode=round_mode, narrow_range=narrow_range, axis=axis), semantics=semantics)
+    return _run('QuantizeAndDequantizeV2', locals())
 
 
 @tf_arguments
 def QuantizeAndDequantizeV3(*, input, input_min, input_max, num_bits, signed_input=True, range_given=True,
                             narrow_range=False, axis=-1, name=None, semantics='tf-cpu'):
-    """V3: num_bits as an int32 scalar tensor, always HALF_TO_EVEN.
+    """V3: num_bits as an int32 scalar tensor, always HALF_TO_EVEN. Returns output.
 
-    Inputs: input, input_min, input_max, num_bits. Attributes: signed_input=True, range_given=True,
-    narrow_range=False, axis=-1. Outputs: output.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('QuantizeAndDequantizeV3', dict(input=input, input_min=input_min, input_max=input_max,
-                    num_bits=num_bits, signed_input=signed_input, range_given=range_given,
-                    narrow_range=narrow_range, axis=axis), semantics=semantics)
+    return _run('QuantizeAndDequantizeV3', locals())
 
 
 @tf_arguments
 def QuantizeAndDequantizeV4(*, input, input_min, input_max, signed_input=True, num_bits=8, range_given=False,
                             round_mode='HALF_TO_EVEN', narrow_range=False, axis=-1, name=None,
                             semantics='tf-cpu'):
-    """V4: the V2 kernel; differs only in its registered (masked) gradient.
+    """V4: the V2 kernel; differs only in its registered (masked) gradient. Returns output.
 
-    Inputs: input, input_min, input_max. Attributes: signed_input=True, num_bits=8, range_given=False,
-    round_mode='HALF_TO_EVEN', narrow_range=False, axis=-1. Outputs: output.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('QuantizeAndDequantizeV4', dict(input=input, input_min=input_min, input_max=input_max,
-                    signed_input=signed_input, num_bits=num_bits, range_given=range_given,
-                    round_mode=round_mode, narrow_range=narrow_range, axis=axis), semantics=semantics)
+    return _run('QuantizeAndDequantizeV4', locals())
 
 
 @tf_arguments
 def QuantizeAndDequantizeV4Grad(*, gradients, input, input_min, input_max, axis=-1, name=None,
                                 semantics='tf-cpu'):
-    """Gradient of V4: gradients masked by input_min <= input <= input_max (raw range, inclusive).
+    """Gradient of V4: gradients masked by input_min <= input <= input_max (raw range, inclusive). Returns
+    (input_backprop, input_min_backprop, input_max_backprop), a namedtuple.
 
-    Inputs: gradients, input, input_min, input_max. Attributes: axis=-1. Outputs: input_backprop,
-    input_min_backprop, input_max_backprop.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('QuantizeAndDequantizeV4Grad', dict(gradients=gradients, input=input, input_min=input_min,
-                    input_max=input_max, axis=axis), semantics=semantics)
+    return _run('QuantizeAndDequantizeV4Grad', locals())
 
 
 @tf_arguments
 def FakeQuantWithMinMaxArgs(*, inputs, min=-6.0, max=6.0, num_bits=8, narrow_range=False, name=None,
                             semantics='tf-cpu'):
-    """Fake-quantise with a nudged range from float attrs; multiplies by the inverse scale.
+    """Fake-quantise with a nudged range from float attrs; multiplies by the inverse scale. Returns outputs.
 
-    Inputs: inputs. Attributes: min=-6.0, max=6.0, num_bits=8, narrow_range=False. Outputs: outputs.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('FakeQuantWithMinMaxArgs', dict(inputs=inputs, min=min, max=max, num_bits=num_bits,
-                    narrow_range=narrow_range), semantics=semantics)
+    return _run('FakeQuantWithMinMaxArgs', locals())
 
 
 @tf_arguments
 def FakeQuantWithMinMaxVars(*, inputs, min, max, num_bits=8, narrow_range=False, name=None,
                             semantics='tf-cpu'):
-    """Fake-quantise with scalar min/max tensors; divides by the scale (unlike Args/PerChannel).
+    """Fake-quantise with scalar min/max tensors; divides by the scale (unlike Args/PerChannel). Returns outputs.
 
-    Inputs: inputs, min, max. Attributes: num_bits=8, narrow_range=False. Outputs: outputs.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('FakeQuantWithMinMaxVars', dict(inputs=inputs, min=min, max=max, num_bits=num_bits,
-                    narrow_range=narrow_range), semantics=semantics)
+    return _run('FakeQuantWithMinMaxVars', locals())
 
 
 @tf_arguments
 def FakeQuantWithMinMaxVarsPerChannel(*, inputs, min, max, num_bits=8, narrow_range=False, name=None,
                                       semantics='tf-cpu'):
-    """Per-channel fake-quant along the LAST dimension; min/max of shape [d].
+    """Per-channel fake-quant along the LAST dimension; min/max of shape [d]. Returns outputs.
 
-    Inputs: inputs, min, max. Attributes: num_bits=8, narrow_range=False. Outputs: outputs.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('FakeQuantWithMinMaxVarsPerChannel', dict(inputs=inputs, min=min, max=max, num_bits=num_bits,
-                    narrow_range=narrow_range), semantics=semantics)
+    return _run('FakeQuantWithMinMaxVarsPerChannel', locals())
 
 
 @tf_arguments
 def FakeQuantWithMinMaxArgsGradient(*, gradients, inputs, min=-6.0, max=6.0, num_bits=8, narrow_range=False,
                                     name=None, semantics='tf-cpu'):
-    """Gradients masked by the nudged range (inclusive).
+    """Gradients masked by the nudged range (inclusive). Returns backprops.
 
-    Inputs: gradients, inputs. Attributes: min=-6.0, max=6.0, num_bits=8, narrow_range=False. Outputs:
-    backprops.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('FakeQuantWithMinMaxArgsGradient', dict(gradients=gradients, inputs=inputs, min=min, max=max,
-                    num_bits=num_bits, narrow_range=narrow_range), semantics=semantics)
+    return _run('FakeQuantWithMinMaxArgsGradient', locals())
 
 
 @tf_arguments
 def FakeQuantWithMinMaxVarsGradient(*, gradients, inputs, min, max, num_bits=8, narrow_range=False, name=None,
                                     semantics='tf-cpu'):
-    """Masked input gradient plus the sums of gradients below/above the nudged range.
+    """Masked input gradient plus the sums of gradients below/above the nudged range. Returns
+    (backprops_wrt_input, backprop_wrt_min, backprop_wrt_max), a namedtuple.
 
-    Inputs: gradients, inputs, min, max. Attributes: num_bits=8, narrow_range=False. Outputs:
-    backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('FakeQuantWithMinMaxVarsGradient', dict(gradients=gradients, inputs=inputs, min=min, max=max,
-                    num_bits=num_bits, narrow_range=narrow_range), semantics=semantics)
+    return _run('FakeQuantWithMinMaxVarsGradient', locals())
 
 
 @tf_arguments
 def FakeQuantWithMinMaxVarsPerChannelGradient(*, gradients, inputs, min, max, num_bits=8, narrow_range=False,
                                               name=None, semantics='tf-cpu'):
-    """Per-channel gradient; min/max sums over every dimension but the last.
+    """Per-channel gradient; min/max sums over every dimension but the last. Returns (backprops_wrt_input,
+    backprop_wrt_min, backprop_wrt_max), a namedtuple.
 
-    Inputs: gradients, inputs, min, max. Attributes: num_bits=8, narrow_range=False. Outputs:
-    backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
-
-    NumPy reference: the semantics' bits, computed on the host. ``semantics``: whose answer, 'tf-cpu' or
-    'tf-xla' (default 'tf-cpu').
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
-    return _run('FakeQuantWithMinMaxVarsPerChannelGradient', dict(gradients=gradients, inputs=inputs, min=min,
-                    max=max, num_bits=num_bits, narrow_range=narrow_range), semantics=semantics)
+    return _run('FakeQuantWithMinMaxVarsPerChannelGradient', locals())
 
 
 __all__ = ['QuantizeAndDequantize', 'QuantizeAndDequantizeV2', 'QuantizeAndDequantizeV3',
