@@ -54,16 +54,21 @@ def _argument_error(op: str, args, kwargs, names):
 _execute_run = None
 
 
-def run_compiled(op: str, kwargs: dict, target, semantics):
-    """Validate and run ``op`` on ``target``. The executor is imported on the first call: importing the
-    namespace loads no compiler machinery."""
+def run_compiled(op: str, arguments: dict):
+    """Validate and run ``op`` with a generated function's ``arguments`` (its locals: the op's inputs and
+    attributes, ``name``, ``target``, ``semantics``). The executor is imported on the first call: importing
+    the namespace loads no compiler machinery."""
     global _execute_run
     if _execute_run is None:
         from .execute import run as _execute_run
+    kwargs = dict(arguments)
+    target, semantics = kwargs.pop("target"), kwargs.pop("semantics")
     return pack(op, _execute_run(bind(op, kwargs, semantics=semantics), target))
 
 
-def run_oracle(op: str, kwargs: dict, semantics):
-    """Validate and compute ``op`` with the NumPy reference."""
+def run_oracle(op: str, arguments: dict):
+    """Validate and compute ``op`` with the NumPy reference (``arguments`` as for run_compiled, no target)."""
     from .oracle import compute
+    kwargs = dict(arguments)
+    semantics = kwargs.pop("semantics")
     return pack(op, compute(bind(op, kwargs, semantics=semantics)))
