@@ -77,6 +77,7 @@ class RenderContext:
         spec = cfg.spec
         target = targets.get(cfg.target)
         self.cfg, self.spec, self.op, self.fn = cfg, spec, cfg.op, cfg.op
+        self.data_name = spec.data_input                 # the data tensor, whose shape the frame reads (_function)
         self.dtype = dtypes.get(cfg.dtype)              # the storage type (the function's inputs and outputs)
         self.compute = dtypes.get(self.dtype.compute)   # the type the arithmetic runs in (f32 for f16/bf16)
         self.T = self.compute.mlir

@@ -35,6 +35,8 @@ class Quirks:
     roundeven_drops_zero_sign: bool = False  # roundeven(-0.5) is +0 (macro round_half_even)
     roundeven_is_slow: bool = False          # roundeven lowers to ~60 integer ops per vector (llvm-cpu on
     #   x86-64-v2): macro round_half_even adds and subtracts 2^p instead (exact; QDQ 4.6x -> 1.2x a copy)
+    ordered_ge_true_for_nan: bool = False    # an ordered GE lowers as "not LT", true for a NaN operand (vmvx):
+    #   macro ge writes a >= b as b <= a there
     single_chain_reductions: bool = False    # a 1-D reduction runs one 4-lane accumulator chain and a
     #   column reduction walks each channel alone (llvm-cpu; a data range took 3.3x a copy, per-axis 8x):
     #   reductions.mlir.j2 writes them as linalg.generic lane forms (IREE's compilation_info)
@@ -247,7 +249,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
            limits=Limits(narrow_reductions=False),
-           quirks=Quirks(roundeven_drops_zero_sign=True, folds_mul_by_zero=True)),
+           quirks=Quirks(roundeven_drops_zero_sign=True, folds_mul_by_zero=True, ordered_ge_true_for_nan=True)),
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),
            "Vulkan SPIR-V for Mesa's lavapipe (llvmpipe); other GPUs via --iree-vulkan-target",
