@@ -124,9 +124,9 @@ class OpConfig:
             if inp.layout == ops.DATA:
                 kwargs[inp.name] = np.zeros(dims, dt)
             elif inp.layout == ops.SCALAR:
-                kwargs[inp.name] = np.array(8, inp.dtype)
-            else:
-                kwargs[inp.name] = np.full(pshape, -1.0 if inp.role == "min" else 1.0, dt)
+                kwargs[inp.name] = np.array(inp.example, inp.dtype)
+            else:   # a per-channel parameter: its declared stand-in value
+                kwargs[inp.name] = np.full(pshape, inp.example, dt)
         bind(self.op, {**kwargs, **{k: v for k, v in a.items()}}, semantics=self.semantics)
 
     def key(self) -> dict:

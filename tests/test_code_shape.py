@@ -106,3 +106,15 @@ def test_family_rules_stay_in_the_family_modules():
             if _BRANCHING.search(line):
                 offenders.append(f"{f.relative_to(PACKAGE)}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+# Operands are declared (Input.shape, dtype, example; OpSpec.sums_of): generic code reads the declarations,
+# never the reference's role names (issue 22, item 1).
+_ROLE_READ = re.compile(r"\.role\b|\.input\(\"")
+
+
+def test_generic_code_reads_operand_declarations_not_role_names():
+    offenders = [f"{f.relative_to(PACKAGE)}:{i}: {line.strip()}"
+                 for f in sorted(PACKAGE.rglob("*.py")) if f.parent.name != "ops"
+                 for i, line in enumerate(f.read_text().splitlines(), 1) if _ROLE_READ.search(line)]
+    assert not offenders, "\n".join(offenders)

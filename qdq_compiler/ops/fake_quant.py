@@ -21,7 +21,7 @@ from ..numerics import F32, Nudged, flush, flush_f32, nudge, quant_levels
 from . import fake_quant_xla as xla
 from .family import FLAT, LAST, Family
 from .rules import Rules
-from .spec import Input, OpSpec, attr
+from .spec import OpSpec, attr, data, per_channel
 
 DTYPES = ("float32",)                              # TF's kernels (CPU and XLA alike)
 WIDE_DTYPES = ("float16", "bfloat16", "float32")   # ours: 16-bit storage, TF's float32 arithmetic (README)
@@ -39,7 +39,7 @@ NARROW = attr("narrow_range", bool, False, doc="drop the lowest quantisation lev
 ARGS_ATTRS = (attr("min", float, -6.0, doc="range minimum (float32 attr)"),
               attr("max", float, 6.0, doc="range maximum (float32 attr)"), NUM_BITS, NARROW)
 VARS_ATTRS = (NUM_BITS, NARROW)
-VARS_INPUTS = (Input("inputs", "data"), Input("min", "min"), Input("max", "max"))
+VARS_INPUTS = (data("inputs"), per_channel("min", "min", -1.5), per_channel("max", "max", 2.0))
 
 
 # -- the kernel (spec 3.3) -------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ class FakeQuant(FakeQuantBase):
 FAMILY = FakeQuant()
 
 SPECS = (
-    OpSpec("FakeQuantWithMinMaxArgs", FAMILY, (Input("inputs", "data"),), ARGS_ATTRS, ("outputs",), DTYPES,
+    OpSpec("FakeQuantWithMinMaxArgs", FAMILY, (data("inputs"),), ARGS_ATTRS, ("outputs",), DTYPES,
            "Fake-quantise with a nudged range from float attrs; multiplies by the inverse scale.",
            variant=Variant(ATTR), tf_wrappers=("fake_quant_with_min_max_args",)),
     OpSpec("FakeQuantWithMinMaxVars", FAMILY, VARS_INPUTS, VARS_ATTRS, ("outputs",), DTYPES,

@@ -12,7 +12,7 @@ from ..numerics import F32, Nudged, flush
 from .fake_quant import (ARGS_ATTRS, ATTR, CHANNEL, DTYPES, SCALAR, VARS_ATTRS, VARS_INPUTS, FakeQuantBase,
                          Variant, nudged_params, rules, widened)
 from . import fake_quant_xla as xla
-from .spec import Input, OpSpec
+from .spec import OpSpec, data
 
 
 def fake_quant_grad(g, x, n: Nudged, *, with_sums: bool, zero_special: bool):
@@ -59,20 +59,22 @@ class FakeQuantGrad(FakeQuantBase):
 
 FAMILY = FakeQuantGrad()
 
-_GRAD = (Input("gradients", "grad"),)
+_GRAD = (data("gradients", "grad"),)
 _SUMS = ("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max")
 
 SPECS = (
-    OpSpec("FakeQuantWithMinMaxArgsGradient", FAMILY, (Input("gradients", "grad"), Input("inputs", "data")),
+    OpSpec("FakeQuantWithMinMaxArgsGradient", FAMILY, (data("gradients", "grad"), data("inputs")),
            ARGS_ATTRS, ("backprops",), DTYPES, "Gradients masked by the nudged range (inclusive).",
            variant=Variant(ATTR), gradient_of="FakeQuantWithMinMaxArgs",
            tf_wrappers=("fake_quant_with_min_max_args_gradient",)),
     OpSpec("FakeQuantWithMinMaxVarsGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _SUMS, DTYPES,
            "Masked input gradient plus the sums of gradients below/above the nudged range.",
-           variant=Variant(SCALAR), sum_outputs=_SUMS[1:], gradient_of="FakeQuantWithMinMaxVars",
+           variant=Variant(SCALAR), sum_outputs=_SUMS[1:], sums_of="gradients",
+           gradient_of="FakeQuantWithMinMaxVars",
            tf_wrappers=("fake_quant_with_min_max_vars_gradient",)),
     OpSpec("FakeQuantWithMinMaxVarsPerChannelGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _SUMS, DTYPES,
            "Per-channel gradient; min/max sums over every dimension but the last.",
-           variant=Variant(CHANNEL), sum_outputs=_SUMS[1:], gradient_of="FakeQuantWithMinMaxVarsPerChannel",
+           variant=Variant(CHANNEL), sum_outputs=_SUMS[1:], sums_of="gradients",
+           gradient_of="FakeQuantWithMinMaxVarsPerChannel",
            tf_wrappers=("fake_quant_with_min_max_vars_per_channel_gradient",)),
 )

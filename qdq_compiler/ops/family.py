@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import QDQError
 from .rules import Rules
-from .spec import OpSpec
+from .spec import DATA, RANGE, OpSpec
 
 # Canonical layouts of the data on the Python path (config.canonical_view): the data reshaped so that one
 # artifact serves every shape of a kind. The bits are unchanged: the arithmetic is element-wise per channel.
@@ -93,19 +93,19 @@ class Family:
 
     def bench_kwargs(self, spec: OpSpec, attrs: Mapping[str, Any], shape: tuple[int, ...],
                      rng: np.random.Generator) -> dict:
-        """Keyword arguments of one float32 benchmark call: normal data (scale 2), range [-1.5, 2.0]
-        (a ramp across channels when per-channel), 8 bits."""
+        """Keyword arguments of one float32 benchmark call: normal data (scale 2), each parameter its declared
+        example (Input.example: range [-1.5, 2.0], 8 bits), a ramp across channels when per-channel."""
         kw = dict(attrs)
         axis = self.channel_axis(spec, attrs, len(shape))
         for inp in spec.inputs:
-            if inp.role in ("data", "grad"):
+            if inp.layout == DATA:
                 kw[inp.name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(2)).astype(np.float32)
-            elif inp.role in ("min", "max"):
-                v = np.float32(-1.5 if inp.role == "min" else 2.0)
+            elif inp.layout == RANGE:
+                v = np.float32(inp.example)
                 if axis is not None and len(shape) > 1:
                     kw[inp.name] = (v * np.linspace(0.5, 1.5, shape[axis], dtype=np.float32)).astype(np.float32)
                 else:
                     kw[inp.name] = v
-            elif inp.role == "num_bits":
-                kw[inp.name] = np.int32(8)
+            else:
+                kw[inp.name] = np.asarray(inp.example, inp.dtype)[()]
         return kw

@@ -19,7 +19,7 @@ from ..numerics import flush, ftz, int_range, int_to, three_d
 from . import qdq_xla
 from .family import Family
 from .rules import Rules
-from .spec import Attr, Input, OpSpec, attr
+from .spec import Attr, OpSpec, attr, data, per_channel, scalar
 
 ROUND_MODES = ("HALF_TO_EVEN", "HALF_UP")
 DTYPES = ("float32", "float64")                              # TF 2.21's CPU kernels
@@ -52,7 +52,7 @@ def range_given(default: bool) -> Attr:
     return attr("range_given", bool, default, doc="take the range from input_min/input_max, else from the data")
 
 
-TENSOR_INPUTS = (Input("input", "data"), Input("input_min", "min"), Input("input_max", "max"))
+TENSOR_INPUTS = (data("input"), per_channel("input_min", "min", -1.5), per_channel("input_max", "max", 2.0))
 V2_ATTRS = (SIGNED, NUM_BITS, range_given(False), ROUND, NARROW, AXIS)
 
 
@@ -376,7 +376,7 @@ class QuantizeAndDequantize(Family):
 FAMILY = QuantizeAndDequantize()
 
 SPECS = (
-    OpSpec("QuantizeAndDequantize", FAMILY, (Input("input", "data"),),
+    OpSpec("QuantizeAndDequantize", FAMILY, (data("input"),),
            (SIGNED, NUM_BITS, range_given(False),
             attr("input_min", float, 0.0, doc="range minimum (float attr)"),
             attr("input_max", float, 0.0, doc="range maximum (float attr)")),
@@ -386,7 +386,7 @@ SPECS = (
     OpSpec("QuantizeAndDequantizeV2", FAMILY, TENSOR_INPUTS, V2_ATTRS, ("output",), DTYPES,
            "V2: range from tensors or data, round_mode attr, optional per-channel axis.",
            variant=Variant(), tf_wrappers=("quantize_and_dequantize",)),
-    OpSpec("QuantizeAndDequantizeV3", FAMILY, TENSOR_INPUTS + (Input("num_bits", "num_bits", "int32"),),
+    OpSpec("QuantizeAndDequantizeV3", FAMILY, TENSOR_INPUTS + (scalar("num_bits", "num_bits", "int32", 8),),
            (SIGNED, range_given(True), NARROW, AXIS), ("output",), DTYPES,
            "V3: num_bits as an int32 scalar tensor, always HALF_TO_EVEN.",
            variant=Variant(num_bits_tensor=True)),

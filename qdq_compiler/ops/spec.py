@@ -24,23 +24,41 @@ def attr(name, kind, default, choices=(), doc="") -> Attr:
     return Attr(name, kind, default, tuple(choices), doc)
 
 
-# The layouts of an input (where its shape comes from):
+# The shape of an operand, relative to the data (Input.shape):
 DATA = "data"        # the data tensor's shape (the data itself, or a gradient of it)
-RANGE = "range"      # the range parameters: 0-d per-tensor, [C] per-channel
-SCALAR = "scalar"    # a fixed-dtype 0-d tensor (V3's num_bits)
+RANGE = "range"      # a per-channel parameter: 0-d per-tensor, [C] along the channel axis per-channel
+SCALAR = "scalar"    # 0-d always (V3's num_bits)
 
 
 @dataclass(frozen=True)
 class Input:
+    """One operand, declared: its shape relation to the data, its dtype rule, and a valid stand-in value.
+    Generic code (layouts, the program's ABI, stand-in arrays, samples, reports) reads these, never ``role``."""
     name: str
-    role: str                     # data | grad | min | max | num_bits (TF's meaning, for docs and samples)
+    role: str                     # TF's meaning (data | grad | min | max | num_bits): docs and the golden tools
     dtype: str = "T"              # "T" (the op's element type) or a fixed dtype ("int32")
+    shape: str = DATA             # DATA, RANGE or SCALAR
+    example: float | int | None = None   # a valid value where one is needed before any call exists (a
+    #   configuration's stand-in arrays, the benchmark's parameters): RANGE and SCALAR operands
 
     @property
     def layout(self) -> str:
-        if self.role in ("data", "grad"):
-            return DATA
-        return SCALAR if self.dtype != "T" else RANGE
+        return self.shape
+
+
+def data(name: str, role: str = "data") -> Input:
+    """The data tensor (or a gradient of the data's shape)."""
+    return Input(name, role)
+
+
+def per_channel(name: str, role: str, example: float) -> Input:
+    """A parameter of the op's type: 0-d per-tensor, [C] per-channel."""
+    return Input(name, role, "T", RANGE, example)
+
+
+def scalar(name: str, role: str, dtype: str, example) -> Input:
+    """A 0-d operand of a fixed dtype."""
+    return Input(name, role, dtype, SCALAR, example)
 
 
 @dataclass(frozen=True)
@@ -54,6 +72,7 @@ class OpSpec:
     doc: str
     variant: Any = None           # the family's own switches for this op (read only by the family)
     sum_outputs: tuple[str, ...] = ()  # outputs that are float reductions (summation order is free, policy 6)
+    sums_of: str | None = None    # the input those outputs add up (their rounding bound is in its terms)
     gradient_of: str | None = None
     tf_wrappers: tuple[str, ...] = field(default=())
 

@@ -30,10 +30,10 @@ def numeric_attrs(entry: MatrixEntry, call) -> tuple[dict[str, str], dict[str, s
         v = call.attrs[a.name]
         (ranges if a.kind is float else discrete)[a.name] = _text(v)
     for inp in spec.inputs:
-        if inp.role in ("data", "grad"):
+        if inp.layout == ops.DATA:
             continue
         arr = np.asarray(call.arrays[inp.name])
-        if inp.role == "num_bits":
+        if inp.layout == ops.SCALAR and arr.dtype.kind in "iu":   # V3's num_bits
             discrete[inp.name] = _text(int(arr))
         else:
             ranges[inp.name] = _text(arr.item()) if arr.ndim == 0 else f"[{arr.size} values]"
