@@ -95,6 +95,18 @@ class OpConfig:
         cfg.check_static()
         return cfg
 
+    @staticmethod
+    def from_call(call, target: str, shape: str, override: Mapping[str, Any], tuning: str = "") -> "OpConfig":
+        """The runtime configuration a validated ``Call`` (validation.bind) runs in, with no second validation:
+        its structural attributes (``override``: those the canonical view fixes), the others at their defaults
+        (they travel as runtime parameters); ``target`` and ``tuning`` as the executor chose them."""
+        spec = call.spec
+        structural = spec.family.structural(spec)
+        full = {a.name: override[a.name] if a.name in override else call.attrs[a.name] if a.name in structural
+                else a.default for a in spec.attrs}
+        return OpConfig(call.op, tuple(sorted(full.items())), call.dtype_name, parse_shape(shape), target, "runtime",
+                        call.semantics, tuning)
+
     @property
     def spec(self) -> ops.OpSpec:
         return ops.get(self.op)

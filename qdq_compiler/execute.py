@@ -97,11 +97,8 @@ def config_for_call(call: Call, target: str) -> OpConfig:
 
 
 def _runtime_config(call: Call, target: str, shape: str, override: dict, tuning: str = "") -> OpConfig:
-    structural = call.spec.family.structural(call.spec)
-    attrs = {k: v for k, v in call.attrs.items() if k in structural}
-    attrs.update(override)
     tuning = tuning if targets.get(target).has_tuning(tuning) else ""
-    return OpConfig.make(call.op, attrs, call.dtype_name, shape, target, "runtime", call.semantics, tuning)
+    return OpConfig.from_call(call, target, shape, override, tuning)
 
 
 _run_plans: dict = {}

@@ -215,3 +215,31 @@ def test_row_groups_give_the_oracles_bits(target):
         got = q.raw_ops.FakeQuantWithMinMaxVarsPerChannelGradient(**kw, target=target)
         want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsPerChannelGradient(**kw)
         assert all(bit_equal(a, b) for a, b in zip(got, want)), dtype
+
+
+def test_a_calls_configuration_is_made_without_validating_it_again():
+    """OpConfig.from_call (the executor's) gives the configuration OpConfig.make (validating every attribute
+    again, then bind on stand-in arrays) would: same key, so the same artifacts (issue 22, item 4)."""
+    import warnings
+    from qdq_compiler import execute
+    from qdq_compiler.config import OpConfig
+    from qdq_compiler.errors import QDQError, QDQWarning
+    from qdq_compiler.validation import bind
+    from goldens import kwargs_of, success_cases, xla_cases
+    seen = 0
+    for case in list(success_cases())[::7] + list(xla_cases())[::5]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QDQWarning)
+            try:
+                call = bind(case["op"], kwargs_of(case), semantics=case.get("semantics", "tf-cpu"))
+            except QDQError:
+                continue
+        for target in ("cpu", "vmvx", "vulkan"):
+            shape, override, _, tuning = execute._shape_plan(call, target)
+            structural = call.spec.family.structural(call.spec)
+            attrs = {**{k: v for k, v in call.attrs.items() if k in structural}, **override}
+            made = OpConfig.make(call.op, attrs, call.dtype_name, shape, target, "runtime", call.semantics,
+                                 tuning if execute.targets.get(target).has_tuning(tuning) else "")
+            assert execute.config_for_call(call, target) == made and execute.config_for_call(call, target).key() == made.key()
+            seen += 1
+    assert seen > 300
