@@ -31,24 +31,25 @@ def tf_arguments(fn):
     (naming the argument and the allowed ones, in TF's words where it has them), not Python's TypeError.
     A right one costs two set comparisons."""
     params = inspect.signature(fn).parameters
-    names = frozenset(params)
+    ordered = tuple(params)
+    names = frozenset(ordered)
     required = frozenset(n for n, p in params.items() if p.default is inspect.Parameter.empty)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
         if args or not (required <= kwargs.keys() <= names):
-            _argument_error(fn.__name__, args, kwargs, names)
+            _argument_error(fn.__name__, args, kwargs, ordered)
         return fn(**kwargs)
     return checked
 
 
-def _argument_error(op: str, args, kwargs, names):
+def _argument_error(op: str, args, kwargs, names: tuple):
     if args:
         raise QDQTypeError(f"{op} takes keyword arguments only, as tf.raw_ops.{op} does (got {len(args)} "
                            f"positional); arguments are: {', '.join(n for n in names if n != 'name')}")
-    own = {"target", "semantics"} & names   # this namespace's own keywords; anything else is the op's to judge
+    own = {"target", "semantics"} & set(names)   # this namespace's own keywords; anything else is the op's to judge
     bind(op, {k: v for k, v in kwargs.items() if k not in own})   # raises the unknown/missing argument's error
-    raise QDQTypeError(f"{op}: arguments {sorted(kwargs)} do not fit {sorted(names)}")  # (bind always raised)
+    raise QDQTypeError(f"{op}: arguments {sorted(kwargs)} do not fit {list(names)}")  # (bind always raised)
 
 
 _execute_run = None
