@@ -77,6 +77,13 @@ def use(driver: str):
         _busy[driver] = _busy.get(driver, 0) + 1
     try:
         yield s
+    except Exception:
+        # A device that failed a call can stay failed: on CUDA (H200, driver 580) every call after one
+        # CUDA_ERROR_INVALID_VALUE failed ("Failed to allocate buffer copy"). The next call opens a new device.
+        with _lock:
+            if _sessions.get(driver) is s:
+                del _sessions[driver]
+        raise
     finally:
         with _lock:
             _busy[driver] -= 1

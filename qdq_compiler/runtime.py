@@ -343,8 +343,28 @@ def _abi_of(vm_function) -> tuple[int, tuple[int, ...]]:
 
 def to_numpy(arr) -> np.ndarray:
     """A result of a non-CPU driver to host memory. Vulkan artifacts are built with mappable results,
-    so this is one map and one copy."""
-    return np.array(arr.to_host(), copy=True)
+    so this is one map and one copy; other results (CUDA's device-local ones) go through a staging buffer."""
+    if arr._is_mappable():
+        return np.array(arr.to_host(), copy=True)
+    return staged_copy(arr._device, arr._buffer_view)
+
+
+def staged_copy(device, bv) -> np.ndarray:
+    """``bv`` copied into a host staging buffer that IREE allocates, then into NumPy. Not IREE's own
+    ``to_host``: for an importing allocator (CUDA) it registers a fresh ``np.empty`` with the driver, and a
+    small one can share a page with memory registered before: on an H200 one golden case (four 4-byte
+    results) failed with CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED."""
+    import iree.runtime as rt
+    source = bv.get_buffer()
+    host = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=source.byte_length())
+    sem = device.create_semaphore(0)
+    device.queue_copy(source, host, wait_semaphores=rt.HalFence.create_at(sem, 0),
+                      signal_semaphores=rt.HalFence.create_at(sem, 1))
+    rt.HalFence.create_at(sem, 1).wait()
+    return np.array(host.map().asarray(tuple(bv.shape), _dtype_of(bv.element_type)), copy=True)
 
 
 def load(driver: str, key: str, vmfb: bytes, function: str,

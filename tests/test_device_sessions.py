@@ -74,8 +74,45 @@ def test_off_keeps_the_device(monkeypatch):
     assert device_sessions.close("vulkan") == 1 and not device_sessions.is_open("vulkan")
 
 
+def test_a_device_that_failed_a_call_is_not_used_again(monkeypatch):
+    """On CUDA (H200) every call after one failed call failed too: the failed device's session is dropped
+    and the next call opens a new one; a session whose call succeeded is kept."""
+    made = []
+
+    class FakeSession:
+        def __init__(self, driver):
+            made.append(self)
+
+    monkeypatch.setattr(device_sessions, "_Session", FakeSession)
+    monkeypatch.setenv("QDQ_DEVICE_IDLE_S", "off")
+    with device_sessions.use("fake") as s:
+        pass
+    with device_sessions.use("fake") as again:
+        assert again is s
+    with pytest.raises(ValueError, match="CUDA_ERROR_INVALID_VALUE"):
+        with device_sessions.use("fake"):
+            raise ValueError("CUDA_ERROR_INVALID_VALUE")
+    assert not device_sessions.is_open("fake")
+    with device_sessions.use("fake") as fresh:
+        assert fresh is not s and len(made) == 2
+    device_sessions.close("fake")
+
+
 def test_limits_are_typed():
     assert idle_device_seconds("vulkan") == 1.0 and idle_device_seconds("local-sync") is None
     for bad in (-1, "1", True):
         with pytest.raises((ValueError, TypeError)):
             Limits(idle_device_s=bad)
+
+
+def test_a_result_that_is_not_mappable_comes_back_through_a_staging_buffer():
+    """CUDA's results are device-local: runtime.staged_copy brings them back (IREE's own to_host failed on
+    an H200). Checked here on Vulkan, whose allocator gives the same staging buffers."""
+    require("vulkan")
+    import iree.runtime as rt
+    from qdq_compiler import runtime
+    with device_sessions.use("vulkan") as s:
+        for a in (X, X[:1], X.astype(np.float64).reshape(7, 143)):
+            bv = rt.asdevicearray(s.device, a)._buffer_view
+            got = runtime.staged_copy(s.device, bv)
+            assert got.dtype == a.dtype and got.shape == a.shape and np.array_equal(got, a)

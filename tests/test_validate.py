@@ -111,6 +111,26 @@ def test_a_mismatch_fails_the_run(tmp_path, monkeypatch):
     assert f"(0x{got.view(np.uint32):08x})" in first["got"]   # the target's answer, rerun
 
 
+def test_a_device_error_is_an_error_cell_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A call the device fails (on an H200, CUDA refused a zero-element call) is that cell's error, with
+    IREE's status made readable and the call's shape; the other cells still run (the run crashed before)."""
+    from qdq_compiler import execute
+
+    def device_fails(call, target, static=False, out=None):
+        raise ValueError("Error invoking function: c/runtime/src/iree/hal/drivers/cuda/stream_command_buffer"
+                         ".c:601: INVALID_ARGUMENT; CUDA error 'CUDA_ERROR_INVALID_VALUE' (1): invalid argument")
+
+    monkeypatch.setattr(execute, "run", device_fails)
+    rc, report, junit, md = _run(tmp_path, "--targets", "cpu", "--ops", "FakeQuantWithMinMaxVars",
+                                 "--dtypes", "f32", "--sizes", "64")
+    assert rc == 1 and len(report["cells"]) == 2
+    for cell in report["cells"]:
+        assert cell["status"] == "error", cell
+        assert cell["detail"].startswith("Error invoking function: INVALID_ARGUMENT; CUDA error") and \
+            "(data " in cell["detail"] and ", float32)" in cell["detail"] and "stream_command_buffer" not in cell["detail"]
+    assert int(junit.get("errors", 0)) + int(junit.get("failures", 0)) == len(report["cells"])
+
+
 def test_shards_partition_the_matrix():
     full = V.build_matrix()
     shards = [V.shard(full, i, 4) for i in range(1, 5)]

@@ -101,6 +101,9 @@ def _compare(entry: MatrixEntry, target: str, cases: list[Case]) -> tuple[int, i
             got = execute.run(call, target, static=entry.static)
         except QDQError as e:
             return worst, n, str(e).splitlines()[0][:300], failing, first
+        except Exception as e:  # noqa: BLE001 - the device failed the call (IREE's status): an error cell, not a crash
+            shape = "x".join(map(str, call.data.shape)) or "scalar"
+            return worst, n, f"{T.readable_iree_error(e)[:300]} (data {shape}, {call.dtype_name})", failing, first
         n += 1
         bad = None
         for name, g, w in zip(spec.outputs, got, want):
