@@ -51,6 +51,18 @@ def format_shape(shape) -> str:
     return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
 
 
+def _fma_choice(c: Checker, spec, rules, attrs: dict, dtype: str, target, fma: str | None) -> str:
+    """OpConfig.fma of a program: "" when it rounds no multiply-add once, else as ``OpConfig.make`` says."""
+    if not rules.fused_multiply_add(spec, attrs, dtype):
+        return ""
+    if fma is None:
+        return "hardware" if target.multiply_add.unit == "hardware" else "emulated"
+    if fma not in target.fma_units():
+        c.fail(f"fma={fma!r} is not available for target {target.name!r} here; allowed: "
+               f"{', '.join(repr(u) for u in target.fma_units())}", "fma")
+    return fma
+
+
 @dataclass(frozen=True)
 class OpConfig:
     """A frozen, hashable description of one compiled artifact."""
@@ -62,13 +74,18 @@ class OpConfig:
     params: str = "runtime"
     semantics: str = _semantics.DEFAULT
     tuning: str = ""   # a code-generation tuning of the target for this program's data ("" none; Target.tunings)
+    fma: str = ""      # how the program's once-rounded multiply-adds run: "hardware", "emulated" ("" none: Rules)
     _attr_dict: Mapping[str, Any] = field(default=None, compare=False, hash=False, repr=False)
 
     @staticmethod
     def make(op: str, attrs: Mapping[str, Any] | None = None, dtype: str = "float32", shape="?",
              target: str = "cpu", params: str = "runtime", semantics: str = _semantics.DEFAULT,
-             tuning: str = "") -> "OpConfig":
-        """Validate and normalise: every attribute filled in (defaults), unknown ones rejected."""
+             tuning: str = "", fma: str | None = None) -> "OpConfig":
+        """Validate and normalise: every attribute filled in (defaults), unknown ones rejected.
+
+        ``fma`` (programs that round multiply-adds once): None is the portable choice, a target's fused
+        instruction only where every device of the target has it (CUDA), else the emulation; "hardware"
+        asks for this machine's unit (an error where it has none); "emulated" always works."""
         spec = ops.get(op)
         attrs = dict(attrs or {})
         semantics = _semantics.get(semantics).name
@@ -91,7 +108,8 @@ class OpConfig:
         if params not in PARAM_MODES:
             c.fail(f"params={params!r}; allowed: {', '.join(PARAM_MODES)}", "params")
         shape = parse_shape(shape)
-        cfg = OpConfig(op, tuple(sorted(full.items())), dtype, shape, target, params, semantics, tuning)
+        fma = _fma_choice(c, spec, rules, full, dtype, targets.get(target), fma)
+        cfg = OpConfig(op, tuple(sorted(full.items())), dtype, shape, target, params, semantics, tuning, fma)
         cfg.check_static()
         return cfg
 
@@ -104,8 +122,10 @@ class OpConfig:
         structural = spec.family.structural(spec)
         full = {a.name: override[a.name] if a.name in override else call.attrs[a.name] if a.name in structural
                 else a.default for a in spec.attrs}
+        fma = (targets.get(target).fma_units()[0]   # in process: the host's unit where it has one
+               if spec.family.rules(call.semantics).fused_multiply_add(spec, full, call.dtype_name) else "")
         return OpConfig(call.op, tuple(sorted(full.items())), call.dtype_name, parse_shape(shape), target, "runtime",
-                        call.semantics, tuning)
+                        call.semantics, tuning, fma)
 
     @property
     def spec(self) -> ops.OpSpec:
@@ -149,6 +169,8 @@ class OpConfig:
             key["semantics"] = self.semantics
         if self.tuning:
             key["tuning"] = self.tuning
+        if self.fma:
+            key["fma"] = self.fma
         return key
 
     def describe(self) -> str:

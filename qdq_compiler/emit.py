@@ -105,6 +105,7 @@ class RenderContext:
         self.np = np
         self.quirks = target.quirks
         self.tuning = cfg.tuning
+        self.hardware_fma = cfg.fma == "hardware"   # macro fma_funcs: math.fma, else the exact emulation
         # The data-shaped result is written into caller storage (Target.caller_storage; runtime params only:
         # what ships in bundles and `qdqc compile` output by default keeps the plain signature)
         self.result_storage = target.caller_storage and cfg.params == "runtime"

@@ -211,8 +211,15 @@ def three_d(x: np.ndarray, axis: int | None) -> np.ndarray:
 # -- fused multiply-add, as XLA:CPU's FMA instructions compute it ----------------------------------------
 
 
-def fma(a, b, c, dtype) -> np.ndarray:
+def fma(a, b, c, dtype, ftz: bool = False) -> np.ndarray:
     """``a * b + c`` rounded once to ``dtype`` (float32 or float64), as an FMA instruction computes it.
+
+    ``ftz``: as x86 under FTZ (XLA:CPU, IREE's CPU threads): a result whose rounding *with an unbounded
+    exponent* is below the smallest normal becomes a zero of its sign (tininess after rounding). Flushing
+    the rounded result afterwards is not the same: a sum in [tiny*(1 - 2^-p), tiny*(1 - 2^-(p+1))) rounds to
+    ``tiny`` on the subnormal grid, and x86 gives 0 (measured with TF 2.21: 0x3f7fffff * 2^-126 is 0).
+    Doubling the operands b and c doubles the sum exactly and rounds it at full precision down to half the
+    smallest normal, which decides the tininess. Operands must already be flushed (DAZ) by the caller.
 
     float32: the product is exact in float64 (24 + 24 bits); the sum's exact error comes from TwoSum and
     makes the float64 sum round-to-odd (a sticky last bit), so its rounding to float32 is the single
@@ -222,6 +229,12 @@ def fma(a, b, c, dtype) -> np.ndarray:
     IEEE's answer from the plain float64 expression. No flushing here: callers flush (FTZ/DAZ).
     """
     dt = np.dtype(dtype)
+    if ftz:
+        r = fma(a, b, c, dt)
+        with np.errstate(all="ignore"):
+            doubled = fma(a, np.asarray(b, dt) * dt.type(2), np.asarray(c, dt) * dt.type(2), dt)
+            tiny = np.abs(doubled) < 2 * np.finfo(dt).tiny
+        return np.where(tiny, np.copysign(dt.type(0), r), r).astype(dt)
     with np.errstate(all="ignore"):
         if dt == np.float32:
             a64, b64, c64 = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c))

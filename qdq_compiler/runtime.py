@@ -79,14 +79,16 @@ def import_alignment(backend: str, flags: Sequence[str]) -> int:
 
     llvm-cpu for ``x86-64-v2`` is SSE code: no SSE instruction needs more than 16 bytes (``movaps`` and
     folded memory operands need exactly 16), and NumPy's allocator returns 16-byte aligned memory, so
-    ordinary arrays are imported as they are. vmvx reads elements one at a time. Anything else (AVX:
+    ordinary arrays are imported as they are, unless features are added (tf-xla's +fma implies AVX). vmvx
+    reads elements one at a time. Anything else (AVX:
     32, AVX-512: 64) gets IREE's contract of 64 bytes; arrays short of it are copied to aligned memory.
     """
     if backend == "vmvx":
         return 16
     if backend == "llvm-cpu":
         cpu = [f.split("=", 1)[1] for f in flags if f.startswith("--iree-llvmcpu-target-cpu=")]
-        if cpu and cpu[-1] == "x86-64-v2":
+        features = [f for f in flags if f.startswith("--iree-llvmcpu-target-cpu-features=")]
+        if cpu and cpu[-1] == "x86-64-v2" and not features:  # +fma implies AVX (32-byte operands): segfaulted
             return 16
     return DEFAULT_IMPORT_ALIGNMENT
 

@@ -227,12 +227,13 @@ def quant_level_params(attrs):
     return [("quant_min", "f32", np.float32(quant_min)), ("quant_max", "f32", np.float32(quant_max))]
 
 
-def rules(oracle_cpu, template_cpu: str, oracle_xla, template_xla: str) -> dict:
+def rules(oracle_cpu, template_cpu: str, oracle_xla, template_xla: str, xla_fma: bool = False) -> dict:
     """The two semantics of a FakeQuant family: TF's CPU kernels and its XLA lowering, in float32 and, by
-    the stated definition, float16/bfloat16 (README)."""
+    the stated definition, float16/bfloat16 (README). ``xla_fma``: the XLA template rounds multiply-adds once."""
     return {"tf-cpu": Rules(oracle_cpu, template_cpu, WIDE_DTYPES, check=full_check, params=params_cpu),
             "tf-xla": Rules(oracle_xla, template_xla, WIDE_DTYPES,
-                            check=functools.partial(full_check, args_range=args_range_xla), params=params_xla)}
+                            check=functools.partial(full_check, args_range=args_range_xla), params=params_xla,
+                            fused_multiply_add=lambda spec, attrs, dtype: xla_fma)}
 
 
 class FakeQuantBase(Family):
@@ -292,7 +293,7 @@ def oracle_xla(call):
 
 class FakeQuant(FakeQuantBase):
     name = "fake_quant"
-    rules_by_semantics = rules(oracle_cpu, "fake_quant.mlir.j2", oracle_xla, "fake_quant_xla.mlir.j2")
+    rules_by_semantics = rules(oracle_cpu, "fake_quant.mlir.j2", oracle_xla, "fake_quant_xla.mlir.j2", xla_fma=True)
 
     def grid_step(self, call):
         return nudged_params(call, widened(call)).scale

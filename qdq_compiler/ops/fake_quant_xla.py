@@ -32,7 +32,7 @@ def _op(fn, *xs):
 
 
 def _fma(a, b, c):
-    return flush(fma(flush(a), flush(b), flush(c), F32))
+    return fma(flush(a), flush(b), flush(c), F32, ftz=True)
 
 
 def _round_half_away(z):

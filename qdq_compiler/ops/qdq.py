@@ -289,11 +289,16 @@ def xla_unsupported(spec) -> str:
     return ""
 
 
+def xla_fma(spec, attrs, dtype: str) -> bool:
+    """XLA fuses HALF_UP's x * scale + 0.5 in float32/float64 (a 16-bit type rounds the product first)."""
+    return attrs.get("round_mode") == "HALF_UP" and not dtypes.get(dtype).narrow
+
+
 RULES = {
     "tf-cpu": Rules(oracle_cpu, "qdq.mlir.j2", DTYPES, check=check, dtype_hint=cpu_dtype_hint, params=params_cpu),
     # XLA checks neither V3's num_bits value nor that input_min <= input_max.
     "tf-xla": Rules(oracle_xla, "qdq_xla.mlir.j2", XLA_DTYPES, check=functools.partial(check, value_checks=False),
-                    unsupported=xla_unsupported, params=params_xla),
+                    unsupported=xla_unsupported, params=params_xla, fused_multiply_add=xla_fma),
 }
 
 

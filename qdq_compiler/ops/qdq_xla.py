@@ -87,7 +87,7 @@ class Arith:
         return -np.asarray(a, self.C)
 
     def fma(self, a, b, c):
-        return self.rnd(_fma(a, b, c, self.C))
+        return self.rnd(_fma(a, b, c, self.C, ftz=self.daz))
 
     def const(self, v):
         """A Python float rounded to T (exact float64 value in, correctly rounded)."""

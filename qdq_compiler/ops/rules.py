@@ -32,6 +32,10 @@ def _no_params(spec, attrs, dtype: str) -> list:
     return []
 
 
+def _no_fma(spec, attrs, dtype: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Rules:
     """One family's behaviour under one semantics.
@@ -43,6 +47,9 @@ class Rules:
     unsupported(spec)                 why an op has no answer here ('' when it has one)
     dtype_hint(spec, dtype)           how to run a dtype refused here ('' when nothing can)
     params(spec, attrs, dtype)        (name, MLIR type, exact value) of each parameter computed on the host
+    fused_multiply_add(spec, attrs, dtype)  whether the program rounds multiply-adds once (macro fma): the
+                                      target then says how (Target.multiply_add), and the choice is part of
+                                      the configuration (OpConfig.fma) and so of the cache key
     """
     oracle: Callable
     template: str
@@ -51,3 +58,4 @@ class Rules:
     unsupported: Callable = _supported
     dtype_hint: Callable = _no_hint
     params: Callable = _no_params
+    fused_multiply_add: Callable = _no_fma

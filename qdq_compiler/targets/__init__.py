@@ -91,6 +91,25 @@ class Limits:
             raise ValueError("Limits.idle_device_s must be a number of seconds >= 0 or None")
 
 
+FMA_UNITS = ("emulated", "hardware", "host")
+
+
+@dataclass(frozen=True)
+class MultiplyAdd:
+    """How a target computes a multiply-add rounded once (semantics tf-xla: XLA:CPU's FMAs).
+
+    "emulated": the templates' exact integer emulation (macros fma_func, fma64_func), right on any target,
+    about 40 operations; "hardware": the target's fused instruction (math.fma) rounds once (CUDA's fma.rn);
+    "host": the CPU's unit where this machine has one (``flags`` switch it on for the programs that use it),
+    else the emulation. A target whose fused instruction is not guaranteed (vmvx, lavapipe's SPIR-V) emulates."""
+    unit: str = "emulated"
+    flags: tuple[str, ...] = ()   # compile flags a program using the unit needs (llvm-cpu: +fma)
+
+    def __post_init__(self):
+        if self.unit not in FMA_UNITS:
+            raise ValueError(f"MultiplyAdd.unit must be one of {', '.join(FMA_UNITS)}")
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -112,11 +131,25 @@ class Target:
     # passes (an iree.abi.output argument): the runtime hands them memory from a pool that stays paged in, so
     # a large call runs on local-task's workers without faulting in a fresh result (runtime.py)
     caller_storage: bool = False
+    multiply_add: MultiplyAdd = field(default_factory=MultiplyAdd)
     is_reference = False
 
     def __post_init__(self):
-        if not isinstance(self.limits, Limits) or not isinstance(self.quirks, Quirks):
-            raise TypeError(f"target {self.name}: limits and quirks must be Limits and Quirks records")
+        if not isinstance(self.limits, Limits) or not isinstance(self.quirks, Quirks) or \
+                not isinstance(self.multiply_add, MultiplyAdd):
+            raise TypeError(f"target {self.name}: limits, quirks and multiply_add must be Limits, Quirks and "
+                            "MultiplyAdd records")
+
+    def fma_units(self) -> tuple[str, ...]:
+        """The ways this target can compute a fused multiply-add on this machine, the fastest first."""
+        unit = self.multiply_add.unit
+        if unit == "hardware" or (unit == "host" and _host_has_fma()):
+            return ("hardware", "emulated")
+        return ("emulated",)
+
+    def fma_flags(self, fma: str) -> tuple[str, ...]:
+        """The extra compile flags of a program that computes its multiply-adds ``fma`` ("" none)."""
+        return self.multiply_add.flags if fma == "hardware" else ()
 
     def dtype_gap(self, dtype: str) -> str:
         """Why this target cannot run ``dtype`` ('' when it can)."""
@@ -205,6 +238,13 @@ def idle_device_seconds(driver: str) -> float | None:
     return min(limits) if limits else None
 
 
+@functools.lru_cache(maxsize=1)
+def _host_has_fma() -> bool:
+    """Whether this machine's CPU has the FMA3 unit (what ``MultiplyAdd("host")`` switches on)."""
+    from .cpu import detect_host_cpu_features, is_x86_64
+    return is_x86_64() and "fma" in detect_host_cpu_features()[0]
+
+
 def readable_iree_error(e: Exception) -> str:
     """IREE's status text as one readable line: its first line without the C source location, the
     status code and the boilerplate advice ("Error creating driver: c/runtime/src/.../x.c:66: UNAVAILABLE;
@@ -241,11 +281,15 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
             # into scalar inserts (FakeQuantArgs at 2^24: 2.2x a copy -> about 1.2x).
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
            "llvm-cpu for portable x86-64-v2 (SSE4.2, no FMA): bit-exact", quirks=_LLVM_CPU_QUIRKS,
-           tunings=_LLVM_CPU_TUNINGS, caller_storage=True),
+           tunings=_LLVM_CPU_TUNINGS, caller_storage=True,
+           # tf-xla's FMAs on the host's unit (IREE's CPU threads run with FTZ/DAZ, as XLA's): the same bits
+           # as the emulation, several times faster. Only programs that round multiply-adds once get +fma:
+           # IREE marks every float op 'contract', so the unit fuses any multiply-add of the program.
+           multiply_add=MultiplyAdd("host", ("--iree-llvmcpu-target-cpu-features=+fma",))),
     Target("cpu-host", "llvm-cpu", "local-sync",
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",
-           bit_exact=False, quirks=_LLVM_CPU_QUIRKS, caller_storage=True,
+           bit_exact=False, quirks=_LLVM_CPU_QUIRKS, caller_storage=True, multiply_add=MultiplyAdd("host"),
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
            limits=Limits(narrow_reductions=False),
@@ -258,7 +302,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_80",),
            "CUDA PTX for sm_80 (runs on Ampere and, JIT-compiled by the driver, on Hopper)",
            # Measured on an H200 (driver 580): a zero-element call fails with CUDA_ERROR_INVALID_VALUE.
-           limits=Limits(empty_buffers=False), quirks=_GPU_QUIRKS),
+           # fma.rn.f32/f64 round once (sm_80 PTX); denormals are kept, so the
+           # template flushes the fused result as x86's FTZ does (macro fma_hw_func)
+           limits=Limits(empty_buffers=False), quirks=_GPU_QUIRKS, multiply_add=MultiplyAdd("hardware")),
 ]}
 
 
