@@ -215,11 +215,13 @@ def caller_storage(call: Call, fn, view) -> list | None:
 
 def _small_storage(call: Call, fn, dims) -> tuple:
     """The arrays a small call's results in caller storage are written into (fresh NumPy memory: no
-    page-fault cost at this size), the data-shaped one in the function's ``dims``; () when the call is
-    not small (call_small then declines) or the function takes none."""
+    page-fault cost at this size, aligned as the module imports: 16 bytes for SSE code, 64 for AVX), the
+    data-shaped one in the function's ``dims``; () when the call is not small (call_small then declines) or
+    the function takes none."""
     if not fn.storage_args or call.data.nbytes >= runtime.ZERO_COPY_MIN_BYTES:
         return ()
-    return tuple(dtypes.abi_view(np.empty(dims if i == 0 else _range_shape(call), call.dtype))
+    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if i == 0 else _range_shape(call), call.dtype,
+                                                       fn.import_alignment))
                  for i in fn.storage_args)
 
 

@@ -31,9 +31,10 @@ def _view_of(ptr: int, shape, dtype: np.dtype, refs: tuple) -> np.ndarray:
 
 def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:
     """A uint8 NumPy array of ``nbytes`` whose address is a multiple of ``alignment``."""
-    raw = np.empty(nbytes + alignment, np.uint8)
+    raw = np.empty(max(nbytes, 1) + alignment, np.uint8)
     off = (-raw.ctypes.data) % alignment
-    return raw[off:off + nbytes]
+    # (an empty slice keeps its base's address in NumPy: cut it from a one-byte one)
+    return raw[off:off + nbytes] if nbytes else raw[off:off + 1][:0]
 
 
 def empty_aligned(shape, dtype, alignment: int = DEFAULT_IMPORT_ALIGNMENT) -> np.ndarray:
