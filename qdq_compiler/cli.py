@@ -152,13 +152,15 @@ def cmd_targets(args):
         ok, why = t.availability()
         rows.append({"name": name, "available": ok, "why_not": why, "backend": t.backend, "driver": t.driver,
                      "bit_exact": t.bit_exact, "description": t.description, "dtypes": list(t.dtypes),
-                     "max_loop_iterations": t.limits.max_loop_iterations})
+                     "max_loop_iterations": t.limits.max_loop_iterations,
+                     "fused_multiply_add": t.fma_units()[0]})
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     for r in rows:
         state = "runs here" if r["available"] else f"not here: {r['why_not']}"
-        print(f"{r['name']:<9} {state}\n          {r['description']}; dtypes {', '.join(r['dtypes'])}")
+        print(f"{r['name']:<9} {state}\n          {r['description']}; dtypes {', '.join(r['dtypes'])}; "
+              f"tf-xla's FMAs {'in hardware' if r['fused_multiply_add'] == 'hardware' else 'emulated exactly'}")
     print(f"{T.REFERENCE.name:<9} always (--target oracle: {T.REFERENCE.description})")
     return 0
 
