@@ -24,6 +24,8 @@ class Semantics:
     reference: str        # what it reproduces, in the words reports use
     golden_subdir: str    # where its goldens live under qdq_compiler/goldens/ ("" = the top level)
     doc: str
+    framework_mode: str = "eager"   # how the reference framework runs an op to give this answer ("xla": in
+    #   tf.function(jit_compile=True)); qdqc bench times the framework that way, in its own process
 
 
 TF_CPU = Semantics(
@@ -33,7 +35,7 @@ TF_XLA = Semantics(
     "tf-xla", "tf", "TF 2.21 XLA:CPU (jit_compile=True, x86-64 with FMA)", "xla",
     "TensorFlow 2.21's XLA lowering as tf.function(jit_compile=True) runs it on an x86-64 CPU with FMA: "
     "XLA's order of operations, multiply-adds fused with one rounding; float16/bfloat16 computed in "
-    "float32 and rounded back after each operation.")
+    "float32 and rounded back after each operation.", framework_mode="xla")
 
 SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA)}
 DEFAULT = TF_CPU.name

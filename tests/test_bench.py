@@ -252,14 +252,54 @@ def test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening(monkeypatch
 
 def test_cases_under_each_semantics_named_and_without_frameworks():
     """`qdqc bench --semantics tf-cpu,tf-xla` times every case under both (issue 22: tf-xla beside tf-cpu);
-    TF's and PyTorch's eager kernels give the CPU answer, so they are timed beside the default's cases only."""
+    TF runs under tf-xla as XLA (issue 30), except where XLA has no kernel; PyTorch beside tf-cpu only."""
     cases = bench.select_cases("FakeQuantWithMinMaxVars,FakeQuantWithMinMaxVarsPerChannel", ("tf-cpu", "tf-xla"))
     names = [c.name for c in cases]
     assert names == ["FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVars@tf-xla",
                      "FakeQuantWithMinMaxVarsPerChannel@tf-xla"]
     xla = [c for c in cases if c.semantics == "tf-xla"]
-    assert all(not c.tf and c.torch is None for c in xla) and xla[1].compare_to == "FakeQuantWithMinMaxVars@tf-xla"
+    assert all(c.tf and c.torch is None for c in xla) and xla[1].compare_to == "FakeQuantWithMinMaxVars@tf-xla"
+    assert not bench.select_cases("QuantizeAndDequantizeV4Grad", ("tf-xla",))[0].tf   # no XLA kernel
     assert bench.select_cases("QuantizeAndDequantize", ("tf-xla",)) == []   # V1 has no XLA lowering
     rows = bench.measure_case(xla[0], 6, ["cpu"], 1, frameworks=())
     assert {r["variant"] for r in rows} >= {"api", "device", "oracle"}
     assert [r["exact"] for r in rows if r["variant"] == "api"] == [True]   # checked against the tf-xla oracle
+
+
+def test_tensorflow_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """TF runs in a child process (tf_child.py, by QDQ_BENCH_TF_PYTHON or this Python), on resident tensors,
+    eagerly for tf-cpu and in jit_compile=True for tf-xla; its rows are "tf" (NumPy round trip) and "tf-op".
+    Here a stand-in "tensorflow" package (raw_ops.FakeQuantWithMinMaxVars = NumPy's clip, a tf.function that
+    records jit_compile) proves the wiring without TensorFlow."""
+    from qdq_compiler.jobs.bench import tf_process
+    fake = tmp_path / "site" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import numpy as np, os\n"
+        "__version__ = 'stand-in'\n"
+        "class _T:\n"
+        "    def __init__(self, v): self.v = np.asarray(v)\n"
+        "    def numpy(self): return self.v\n"
+        "def constant(v): return _T(v)\n"
+        "def function(f, jit_compile=False):\n"
+        "    open(os.environ['JIT_LOG'], 'a').write(str(jit_compile))\n"
+        "    return f\n"
+        "class raw_ops:\n"
+        "    @staticmethod\n"
+        "    def FakeQuantWithMinMaxVars(inputs, min, max, num_bits=8, narrow_range=False):\n"
+        "        return _T(np.clip(inputs.v, min.v, max.v))\n")
+    log = tmp_path / "jit.log"
+    monkeypatch.setenv("JIT_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    monkeypatch.setenv(tf_process.TF_PYTHON_ENV, sys.executable)
+    case = bench.select_cases("FakeQuantWithMinMaxVars", ("tf-cpu", "tf-xla"))
+    for c, jit in zip(case, ("", "True")):
+        log.write_text("")
+        logged = []
+        rows = bench.measure_case(c, 6, ["cpu"], 2, frameworks=("tf",), log=logged.append)
+        tf_rows = {r["variant"]: r for r in rows if r["variant"].startswith("tf")}
+        assert set(tf_rows) == {"tf", "tf-op"}, logged
+        assert all(r["own_process"] and r["runs"] == 2 for r in tf_rows.values())
+        assert tf_rows["tf"]["driver"] == ("xla" if jit else "eager") and log.read_text() == jit
+    monkeypatch.setenv(tf_process.TF_PYTHON_ENV, str(tmp_path / "no-python"))
+    assert "is not an executable Python" in tf_process.measure("FakeQuantWithMinMaxVars", "tf-cpu", {}, (), 1)["error"]

@@ -11,7 +11,7 @@ from ...errors import QDQError
 
 CHANNELS = 64
 LATENCY_ELEMENTS = 16
-VARIANTS = ("copy", "api", "device", "oracle", "tf", "torch")
+VARIANTS = ("copy", "api", "device", "oracle", "tf", "tf-op", "torch")
 FRAMEWORKS = ("tf", "torch")  # the variants timed only where that framework is installed
 DEFAULT_SIZES = (10, 14, 18, 22, 24)  # log2 element counts
 
@@ -26,7 +26,8 @@ class Case:
     range_from: str = "given"        # given | data
     per_channel: bool = False
     compare_to: str | None = None    # the per-tensor case a per-channel case is held against
-    tf: bool = True                  # TF can run it (per-channel given ranges of V4 it rejects)
+    tf: bool = True                  # TF can run it (per-channel given ranges of V4 its CPU kernel rejects)
+    tf_xla: bool = True              # TF's XLA can run it (V4Grad has no XLA kernel)
     # PyTorch's nearest op, timed beside ours where installed: "per-tensor" (fake_quantize_per_tensor_affine)
     # or "per-channel" (fake_quantize_per_channel_affine, channels on axis 1), None where it has none. Its
     # arithmetic is not TF's (a throughput comparison, never a bit comparison).
@@ -56,14 +57,14 @@ CASES: tuple[Case, ...] = (
     Case("FakeQuantWithMinMaxVarsGradient", "FakeQuantWithMinMaxVarsGradient", kind="gradient"),
     Case("FakeQuantWithMinMaxVarsPerChannelGradient", "FakeQuantWithMinMaxVarsPerChannelGradient", kind="gradient",
          per_channel=True),
-    Case("QuantizeAndDequantizeV4Grad", "QuantizeAndDequantizeV4Grad", kind="gradient"),
+    Case("QuantizeAndDequantizeV4Grad", "QuantizeAndDequantizeV4Grad", kind="gradient", tf_xla=False),
 )
 
 
 def select_cases(ops: str | None, semantics=(SEM.DEFAULT,)) -> list[Case]:
     """The cases named (case names or op names, comma-separated), or every case, under each of ``semantics``
-    (a case under another semantics than the default is named ``<case>@<semantics>``; TF and PyTorch are
-    timed beside the default's cases only: their eager kernels compute TF's CPU answer, not XLA's)."""
+    (a case under another semantics than the default is named ``<case>@<semantics>``; TF is timed as that
+    semantics runs it, XLA under tf-xla, and PyTorch beside the default's cases only)."""
     base = _named_cases(ops)
     out = []
     for sem in dict.fromkeys(SEM.get(s).name for s in semantics):
@@ -71,7 +72,7 @@ def select_cases(ops: str | None, semantics=(SEM.DEFAULT,)) -> list[Case]:
             if not c.spec.family.answers(sem) or c.spec.family.rules(sem).unsupported(c.spec):
                 continue
             out.append(c if sem == SEM.DEFAULT else
-                       replace(c, name=f"{c.name}@{sem}", semantics=sem, tf=False, torch=None,
+                       replace(c, name=f"{c.name}@{sem}", semantics=sem, tf=c.tf_xla, torch=None,
                                compare_to=c.compare_to and f"{c.compare_to}@{sem}"))
     return out
 

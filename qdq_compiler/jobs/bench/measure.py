@@ -17,6 +17,7 @@ from ... import targets as T
 from ...numerics import bit_equal, sum_within_bound
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind
+from . import tf_process
 from .cases import (CASES, FRAMEWORKS, LATENCY_ELEMENTS, Case, copy_bytes, data_inputs, io_bytes, make_inputs,
                     range_of)
 
@@ -25,16 +26,6 @@ SLOW_BUDGET_S = 20.0
 
 
 # -- the variants ----------------------------------------------------------------------------------
-
-def _tf_module():
-    """TensorFlow if installed (quietly), else None. Never a dependency."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    try:
-        import tensorflow as tf  # noqa: F401
-    except Exception:
-        return None
-    return tf
-
 
 def _torch_module():
     """PyTorch if installed, else None. Never a dependency."""
@@ -70,15 +61,7 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
         fns[("device", t)] = _device_function(case, kw, t)
     oracle = getattr(oracle_ops, case.op)
     fns[("oracle", "-")] = lambda: oracle(**kw, semantics=case.semantics)
-    if "tf" in frameworks and case.tf:
-        tf = _tf_module()
-        if tf is not None:
-            tf_op = getattr(tf.raw_ops, case.op)
-
-            def run_tf():
-                out = tf_op(**kw)
-                return [o.numpy() for o in out] if isinstance(out, (list, tuple)) else out.numpy()
-            fns[("tf", "-")] = run_tf
+    # TensorFlow is timed in a process of its own (tf_process), after these
     torch = _torch_module() if "torch" in frameworks and case.torch else None
     if torch is not None:
         fns[("torch", "-")] = _torch_function(torch, case, kw)
@@ -163,9 +146,32 @@ def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, framew
             "ratio_to_copy": med / copy_med if copy_med > 0 else None,
             "exact": exact.get(target) if variant == "api" else None,
         }
+    if "tf" in frameworks and case.tf:
+        rows.update(_tf_rows(case, log2n, kw, repeat, b_io, copy_med, log))
     log(f"  {case.name} 2^{log2n}: " + ", ".join(
         f"{v}{'' if t == '-' else '@' + t} {rows[(v, t)]['median_s'] * 1e3:.2f} ms" for v, t in rows))
     return list(rows.values())
+
+
+def _tf_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_med: float, log) -> dict:
+    """TensorFlow's rows, timed in its own process: "tf" (NumPy in, NumPy out) and "tf-op" (the op alone on
+    resident tensors); under tf-xla TF's own XLA. None where TF is not there or failed (logged)."""
+    res = tf_process.measure(case.op, case.semantics, kw, {i.name for i in case.spec.inputs}, repeat)
+    if "error" in res:
+        log(f"  {case.name} 2^{log2n}: TensorFlow not timed: {res['error']}")
+        return {}
+    out = {}
+    for variant, key in (("tf", "round_trip"), ("tf-op", "op")):
+        med = res[key]["median_s"]
+        out[(variant, "-")] = {
+            "case": case.name, "op": case.op, "attrs": dict(case.attrs), "kind": case.kind,
+            "range_from": case.range_from, "per_channel": case.per_channel, "compare_to": case.compare_to,
+            "log2n": log2n, "elements": 1 << log2n, "variant": variant, "target": "-",
+            "driver": "xla" if res["xla"] else "eager", "median_s": med, "min_s": res[key]["min_s"],
+            "runs": res[key]["runs"], "bytes": nbytes, "gbps": nbytes / med / 1e9 if med > 0 else None,
+            "ratio_to_copy": med / copy_med if copy_med > 0 else None, "exact": None,
+            "own_process": True, "tensorflow": res["tensorflow"]}
+    return out
 
 
 def measure_latency(targets: list[str], repeat: int, calls: int = 200, frameworks=FRAMEWORKS) -> list[dict]:
@@ -208,8 +214,7 @@ def machine_info() -> dict:
         info["iree_compiler"] = version("iree-base-compiler")
     except Exception:
         pass
-    tf = sys.modules.get("tensorflow")
-    info["tensorflow"] = getattr(tf, "__version__", None) if tf else None
+    info["tensorflow"] = None   # TensorFlow runs in its own process: run_bench fills in the version it reported
     torch = sys.modules.get("torch")
     info["torch"] = getattr(torch, "__version__", None) if torch else None
     if torch is not None and hasattr(torch, "get_num_threads"):
@@ -245,6 +250,8 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
     big = max((r["log2n"] for r in copies), default=None)
     copy_bw = statistics.median([r["gbps"] for r in copies if r["log2n"] == big]) if big is not None else None
     info = machine_info()
+    info["tensorflow"] = next((r["tensorflow"] for r in rows if r.get("tensorflow")), None)
+    info["tensorflow_python"] = tf_process.tf_python()[0] if info["tensorflow"] else None
     info["copy_gbps"] = copy_bw
     info["copy_gbps_at_log2n"] = big
     return {"machine": info,
