@@ -104,6 +104,7 @@ class RenderContext:
         self.params = [Param(n, t, v, cfg.params == "baked") for n, t, v in pv]
         self.np = np
         self.quirks = target.quirks
+        self.target = target
         self.tuning = cfg.tuning
         self.hardware_fma = cfg.fma == "hardware"   # macro fma_funcs: math.fma, else the exact emulation
         # The data-shaped result is written into caller storage (Target.caller_storage; runtime params only:
@@ -123,7 +124,8 @@ class RenderContext:
         tuning split-rows: its rows spread over the workgroups, then the partials), "split-columns" ([rows, C]
         in 16 groups of rows, tuning split-columns: each group's column pass in its own workgroups, then the
         [16, C] partials); None keeps the StableHLO reduction."""
-        if not self.quirks.single_chain_reductions:
+        if not self.quirks.single_chain_reductions or \
+                (self.hardware_fma and self.target.multiply_add.vectors_16_bytes):
             return None
         if self.rank == 1 and self.axis is None:
             return "flat"
@@ -206,11 +208,12 @@ class RenderContext:
         (tensor<?xf32> -> tensor<?xi16> for float16 and bfloat16; narrow_types.mlir.j2 converts)."""
         return type_[: type_.rfind(self.T)] + "i16>" if self.narrow else type_
 
-    def kind_of(self, inp_or_output_index) -> str:
-        """'data', 'param' (a [C] vector) or 'scalar': which conversion function a value goes through."""
-        data = (inp_or_output_index == 0) if isinstance(inp_or_output_index, int) else \
-            inp_or_output_index.layout == ops.DATA
-        return "data" if data else ("param" if self.axis is not None else "scalar")
+    def kind_of(self, operand) -> str:
+        """'data', 'param' (a [C] vector) or 'scalar' of a declared input or result (spec.Input, spec.Output):
+        which conversion function a value goes through."""
+        if operand.layout == ops.DATA:
+            return "data"
+        return "param" if operand.layout == ops.RANGE and self.axis is not None else "scalar"
 
     def kind_rank(self, kind: str) -> int:
         return {"data": self.rank, "param": 1, "scalar": 0}[kind]
@@ -225,9 +228,7 @@ class RenderContext:
     def storage_kinds(self) -> list[str]:
         """The kinds of the values that cross the boundary in the storage type."""
         kinds = {"data"} | {self.kind_of(i) for i in self.spec.inputs if i.layout == ops.RANGE}
-        if len(self.spec.outputs) > 1:
-            kinds.add(self.kind_of(1))
-        return sorted(kinds)
+        return sorted(kinds | set(self.result_kinds))
 
     @property
     def widened(self) -> list[tuple[str, str, str, str]]:
@@ -239,7 +240,7 @@ class RenderContext:
 
     @property
     def result_kinds(self) -> list[str]:
-        return [self.kind_of(i) for i in range(len(self.spec.outputs))]
+        return [self.kind_of(r) for r in self.spec.results]
 
     def arg_name(self, inp: ops.Input) -> str:
         """An input's argument name: a widened input's is suffixed, the template's name is the f32 value."""
@@ -267,7 +268,7 @@ class RenderContext:
 
     @property
     def result_types(self) -> list[str]:
-        """The first output has the data's type, any others the range's (OpSpec.outputs), in storage type."""
+        """Each result's type as its declaration says (spec.Output), in storage type."""
         return [self.storage_type(t) for t in self.compute_result_types]
 
     @property
@@ -278,7 +279,7 @@ class RenderContext:
 
     @property
     def compute_result_types(self) -> list[str]:
-        return [self.ttype] + [self.ptype] * (len(self.spec.outputs) - 1)
+        return [self.typed(kind, self.T) for kind in self.result_kinds]
 
 
 def render(cfg: OpConfig, attrs: dict | None = None) -> str:

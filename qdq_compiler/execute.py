@@ -191,14 +191,14 @@ def run_plan(call: Call, plan: Plan, out=None) -> tuple[np.ndarray, ...]:
     for i, r in enumerate(results):
         if outs[i] is not None and written[i] is not outs[i]:
             np.copyto(outs[i], written[i])
-        shape = x.shape if i == 0 else _range_shape(call)
+        shape = result_shape(call, i)
         result.append(outs[i] if outs[i] is not None else written[i] if written[i] is not None else r.reshape(shape))
     return tuple(result)
 
 
 def _storage_for(call: Call, fn, i: int) -> np.ndarray:
     """Caller storage for result ``i`` in the call's shape (pooled when large: runtime.result_storage)."""
-    return runtime.result_storage(call.data.shape if i == 0 else _range_shape(call), call.dtype, fn.import_alignment)
+    return runtime.result_storage(result_shape(call, i), call.dtype, fn.import_alignment)
 
 
 def caller_storage(call: Call, fn, view) -> list | None:
@@ -220,7 +220,7 @@ def _small_storage(call: Call, fn, dims) -> tuple:
     the function takes none."""
     if not fn.storage_args or call.data.nbytes >= runtime.ZERO_COPY_MIN_BYTES:
         return ()
-    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if i == 0 else _range_shape(call), call.dtype,
+    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if i == 0 else result_shape(call, i), call.dtype,
                                                        fn.import_alignment))
                  for i in fn.storage_args)
 
@@ -235,10 +235,7 @@ def _writable_in_place(o: np.ndarray, alignment: int, call: Call) -> bool:
 
 def _shaped(call: Call, results: list) -> tuple[np.ndarray, ...]:
     """The function's results in the call's shapes: the data's, then the range outputs'."""
-    first = results[0].reshape(call.data.shape)
-    if len(results) == 1:
-        return (first,)
-    return (first, *(o.reshape(_range_shape(call)) for o in results[1:]))
+    return tuple(r.reshape(result_shape(call, i)) for i, r in enumerate(results))
 
 
 def prepare(call: Call, target: str = "cpu", static: bool = False):
@@ -297,9 +294,14 @@ def _plan(call: Call, target: str, static: bool) -> Plan:
     return Plan(loaded[0], loaded[1], tuple(dims), (widened,) * len(spec.inputs), t.limits.empty_buffers)
 
 
-def _range_shape(call: Call) -> tuple[int, ...]:
-    """The shape of the outputs after the first (OpSpec.outputs): that of the range inputs."""
-    return call.arrays[call.spec.inputs_of(ops.RANGE)[0]].shape
+def result_shape(call: Call, i: int) -> tuple[int, ...]:
+    """The shape of result ``i`` of ``call``, as its declaration (spec.Output) relates it to the data."""
+    layout = call.spec.results[i].layout
+    if layout == ops.DATA:
+        return call.data.shape
+    if layout == ops.RANGE:
+        return call.arrays[call.spec.inputs_of(ops.RANGE)[0]].shape
+    return ()
 
 
 def _out_list(spec, call: Call, out):
@@ -314,7 +316,7 @@ def _out_list(spec, call: Call, out):
     for i, o in enumerate(outs):
         if o is None:
             continue
-        want = x.shape if i == 0 else _range_shape(call)
+        want = result_shape(call, i)
         if not isinstance(o, np.ndarray) or o.shape != tuple(want) or o.dtype != call.dtype \
                 or not o.flags.c_contiguous or not o.flags.writeable:
             raise QDQError(f"out for {spec.outputs[i]} must be a writable C-contiguous {call.dtype.name} array of "

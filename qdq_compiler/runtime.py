@@ -88,7 +88,10 @@ def import_alignment(backend: str, flags: Sequence[str]) -> int:
     if backend == "llvm-cpu":
         cpu = [f.split("=", 1)[1] for f in flags if f.startswith("--iree-llvmcpu-target-cpu=")]
         features = [f for f in flags if f.startswith("--iree-llvmcpu-target-cpu-features=")]
-        if cpu and cpu[-1] == "x86-64-v2" and not features:  # +fma implies AVX (32-byte operands): segfaulted
+        width = [int(f.split("=", 1)[1]) for f in flags if f.startswith("--iree-llvmcpu-target-vector-width-in-bytes=")]
+        # +fma implies AVX: with vectors wider than 16 bytes its aligned 32-byte loads segfaulted on 16-byte
+        # imports; the last width flag is the one iree-compile keeps
+        if cpu and cpu[-1] == "x86-64-v2" and (not features or (width and width[-1] <= 16)):
             return 16
     return DEFAULT_IMPORT_ALIGNMENT
 

@@ -129,3 +129,29 @@ def test_hardware_and_emulated_fma_agree(target, dtype):
                                f"{[(a[j], b[j], c[j], g[j], want[j]) for j in i]}")
     if len(got) == 2:
         assert bit_equal(got["hardware"], got["emulated"])
+
+
+@pytest.mark.parametrize("op,kw", [("FakeQuantWithMinMaxArgs", {"min": -1.5, "max": 2.0}),
+                                   ("QuantizeAndDequantizeV4", {"input_min": np.float32(-1.0), "input_max": np.float32(2.0),
+                                                                "range_given": False, "round_mode": "HALF_UP"})])
+def test_fma_programs_import_numpy_arrays_as_they_are(op, kw):
+    """+fma implies AVX, whose aligned 32-byte loads segfaulted on NumPy's 16-byte aligned arrays: the unit's
+    programs keep 16-byte vectors (no lane forms), so large inputs at an address that is 16 mod 32 are
+    imported, not copied, and give the oracle's bits (QDQ HALF_UP from the data: fma and a reduction)."""
+    from qdq_compiler import execute, raw_ops
+    from qdq_compiler.oracle import raw_ops as oracle_ops
+    from qdq_compiler.validation import bind
+    if "hardware" not in targets.get("cpu").fma_units():
+        pytest.skip("this host's CPU has no FMA3 unit: the cpu target emulates")
+    n = 1 << 20
+    raw = np.empty(n + 16, np.float32)
+    off = next(i for i in range(16) if (raw[i:].ctypes.data % 32) == 16)
+    x = raw[off:off + n]
+    x[:] = np.random.default_rng(5).standard_normal(n).astype(np.float32) * 2
+    key = "inputs" if op.startswith("FakeQuant") else "input"
+    call = bind(op, {key: x, **kw}, semantics="tf-xla")
+    plan = execute.plan_for(call, "cpu")
+    assert plan.fn.import_alignment == 16
+    got = getattr(raw_ops, op)(**{key: x}, **kw, target="cpu", semantics="tf-xla")
+    want = getattr(oracle_ops, op)(**{key: x}, **kw, semantics="tf-xla")
+    assert bit_equal(got, want)

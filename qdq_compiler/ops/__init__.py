@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import QDQError
 from . import fake_quant, fake_quant_grad, qdq, qdq_grad
 from .family import AXIS, FLAT, LAST, Family
-from .spec import DATA, RANGE, SCALAR, Attr, Input, OpSpec
+from .spec import DATA, RANGE, SCALAR, Attr, Input, OpSpec, Output
 
 FAMILY_MODULES = (qdq, qdq_grad, fake_quant, fake_quant_grad)
 FAMILIES: tuple[Family, ...] = tuple(m.FAMILY for m in FAMILY_MODULES)

@@ -21,7 +21,7 @@ from ..numerics import F32, Nudged, flush, flush_f32, nudge, quant_levels
 from . import fake_quant_xla as xla
 from .family import FLAT, LAST, Family
 from .rules import Rules
-from .spec import OpSpec, attr, data, per_channel
+from .spec import OpSpec, attr, data, per_channel, result
 
 DTYPES = ("float32",)                              # TF's kernels (CPU and XLA alike)
 WIDE_DTYPES = ("float16", "bfloat16", "float32")   # ours: 16-bit storage, TF's float32 arithmetic (README)
@@ -302,13 +302,13 @@ class FakeQuant(FakeQuantBase):
 FAMILY = FakeQuant()
 
 SPECS = (
-    OpSpec("FakeQuantWithMinMaxArgs", FAMILY, (data("inputs"),), ARGS_ATTRS, ("outputs",), DTYPES,
+    OpSpec("FakeQuantWithMinMaxArgs", FAMILY, (data("inputs"),), ARGS_ATTRS, (result("outputs"),), DTYPES,
            "Fake-quantise with a nudged range from float attrs; multiplies by the inverse scale.",
            variant=Variant(ATTR), tf_wrappers=("fake_quant_with_min_max_args",)),
-    OpSpec("FakeQuantWithMinMaxVars", FAMILY, VARS_INPUTS, VARS_ATTRS, ("outputs",), DTYPES,
+    OpSpec("FakeQuantWithMinMaxVars", FAMILY, VARS_INPUTS, VARS_ATTRS, (result("outputs"),), DTYPES,
            "Fake-quantise with scalar min/max tensors; divides by the scale (unlike Args/PerChannel).",
            variant=Variant(SCALAR, divides=True), tf_wrappers=("fake_quant_with_min_max_vars",)),
-    OpSpec("FakeQuantWithMinMaxVarsPerChannel", FAMILY, VARS_INPUTS, VARS_ATTRS, ("outputs",), DTYPES,
+    OpSpec("FakeQuantWithMinMaxVarsPerChannel", FAMILY, VARS_INPUTS, VARS_ATTRS, (result("outputs"),), DTYPES,
            "Per-channel fake-quant along the LAST dimension; min/max of shape [d].",
            variant=Variant(CHANNEL), tf_wrappers=("fake_quant_with_min_max_vars_per_channel",)),
 )

@@ -12,7 +12,7 @@ from ..numerics import F32, Nudged, flush
 from .fake_quant import (ARGS_ATTRS, ATTR, CHANNEL, DTYPES, SCALAR, VARS_ATTRS, VARS_INPUTS, FakeQuantBase,
                          Variant, nudged_params, rules, widened)
 from . import fake_quant_xla as xla
-from .spec import OpSpec, data
+from .spec import OpSpec, data, per_channel_result, result
 
 
 def fake_quant_grad(g, x, n: Nudged, *, with_sums: bool, zero_special: bool):
@@ -61,18 +61,19 @@ FAMILY = FakeQuantGrad()
 
 _GRAD = (data("gradients", "grad"),)
 _SUMS = ("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max")
+_RESULTS = (result(_SUMS[0]), per_channel_result(_SUMS[1]), per_channel_result(_SUMS[2]))
 
 SPECS = (
     OpSpec("FakeQuantWithMinMaxArgsGradient", FAMILY, (data("gradients", "grad"), data("inputs")),
-           ARGS_ATTRS, ("backprops",), DTYPES, "Gradients masked by the nudged range (inclusive).",
+           ARGS_ATTRS, (result("backprops"),), DTYPES, "Gradients masked by the nudged range (inclusive).",
            variant=Variant(ATTR), gradient_of="FakeQuantWithMinMaxArgs",
            tf_wrappers=("fake_quant_with_min_max_args_gradient",)),
-    OpSpec("FakeQuantWithMinMaxVarsGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _SUMS, DTYPES,
+    OpSpec("FakeQuantWithMinMaxVarsGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _RESULTS, DTYPES,
            "Masked input gradient plus the sums of gradients below/above the nudged range.",
            variant=Variant(SCALAR), sum_outputs=_SUMS[1:], sums_of="gradients",
            gradient_of="FakeQuantWithMinMaxVars",
            tf_wrappers=("fake_quant_with_min_max_vars_gradient",)),
-    OpSpec("FakeQuantWithMinMaxVarsPerChannelGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _SUMS, DTYPES,
+    OpSpec("FakeQuantWithMinMaxVarsPerChannelGradient", FAMILY, _GRAD + VARS_INPUTS, VARS_ATTRS, _RESULTS, DTYPES,
            "Per-channel gradient; min/max sums over every dimension but the last.",
            variant=Variant(CHANNEL), sum_outputs=_SUMS[1:], sums_of="gradients",
            gradient_of="FakeQuantWithMinMaxVarsPerChannel",

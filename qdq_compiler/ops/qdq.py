@@ -19,7 +19,7 @@ from ..numerics import flush, ftz, int_range, int_to, three_d
 from . import qdq_xla
 from .family import Family
 from .rules import Rules
-from .spec import Attr, OpSpec, attr, data, per_channel, scalar
+from .spec import Attr, OpSpec, attr, data, per_channel, result, scalar
 
 ROUND_MODES = ("HALF_TO_EVEN", "HALF_UP")
 DTYPES = ("float32", "float64")                              # TF 2.21's CPU kernels
@@ -385,17 +385,17 @@ SPECS = (
            (SIGNED, NUM_BITS, range_given(False),
             attr("input_min", float, 0.0, doc="range minimum (float attr)"),
             attr("input_max", float, 0.0, doc="range maximum (float attr)")),
-           ("output",), DTYPES,
+           (result("output"),), DTYPES,
            "V1: range from float attrs, HALF_TO_EVEN, per-tensor (removed from TF graphs at GraphDef 22).",
            variant=Variant(range_attrs=True)),
-    OpSpec("QuantizeAndDequantizeV2", FAMILY, TENSOR_INPUTS, V2_ATTRS, ("output",), DTYPES,
+    OpSpec("QuantizeAndDequantizeV2", FAMILY, TENSOR_INPUTS, V2_ATTRS, (result("output"),), DTYPES,
            "V2: range from tensors or data, round_mode attr, optional per-channel axis.",
            variant=Variant(), tf_wrappers=("quantize_and_dequantize",)),
     OpSpec("QuantizeAndDequantizeV3", FAMILY, TENSOR_INPUTS + (scalar("num_bits", "num_bits", "int32", 8),),
-           (SIGNED, range_given(True), NARROW, AXIS), ("output",), DTYPES,
+           (SIGNED, range_given(True), NARROW, AXIS), (result("output"),), DTYPES,
            "V3: num_bits as an int32 scalar tensor, always HALF_TO_EVEN.",
            variant=Variant(num_bits_tensor=True)),
-    OpSpec("QuantizeAndDequantizeV4", FAMILY, TENSOR_INPUTS, V2_ATTRS, ("output",), DTYPES,
+    OpSpec("QuantizeAndDequantizeV4", FAMILY, TENSOR_INPUTS, V2_ATTRS, (result("output"),), DTYPES,
            "V4: the V2 kernel; differs only in its registered (masked) gradient.",
            variant=Variant(masked_gradient=True), tf_wrappers=("quantize_and_dequantize_v2",)),
 )

@@ -13,7 +13,7 @@ from ..numerics import flush, three_d
 from .family import Family
 from .qdq import AXIS, DTYPES, TENSOR_INPUTS, XLA_DTYPES, check_axis_at_least_minus_one, cpu_dtype_hint
 from .rules import Rules
-from .spec import OpSpec, data
+from .spec import OpSpec, data, per_channel_result, result
 
 
 def qdq_v4_grad(g, x, mn, mx, *, axis):
@@ -96,7 +96,8 @@ FAMILY = QuantizeAndDequantizeGrad()
 
 SPECS = (
     OpSpec("QuantizeAndDequantizeV4Grad", FAMILY, (data("gradients", "grad"),) + TENSOR_INPUTS, (AXIS,),
-           ("input_backprop", "input_min_backprop", "input_max_backprop"), DTYPES,
+           (result("input_backprop"), per_channel_result("input_min_backprop"), per_channel_result("input_max_backprop")),
+           DTYPES,
            "Gradient of V4: gradients masked by input_min <= input <= input_max (raw range, inclusive).",
            gradient_of="QuantizeAndDequantizeV4"),
 )

@@ -1,4 +1,4 @@
-"""The declarative records of an op: ``OpSpec`` with its ``Input``s and ``Attr``s.
+"""The declarative records of an op: ``OpSpec`` with its ``Input``s, ``Output``s and ``Attr``s.
 
 A spec says what TF's op definition says (names, defaults, allowed values, dtypes, outputs) and which
 ``Family`` owns its behaviour. Family-specific switches (where the range comes from, whether num_bits is
@@ -62,12 +62,36 @@ def scalar(name: str, role: str, dtype: str, example) -> Input:
 
 
 @dataclass(frozen=True)
+class Output:
+    """One result, declared as the operands are: its shape relation to the data (DATA: the data's shape;
+    RANGE: the range parameters', 0-d per-tensor and [C] per-channel; SCALAR: 0-d). It has the op's element
+    type. The executor's result shapes and caller storage, the program's result types and the reports
+    read these."""
+    name: str
+    shape: str = DATA
+
+    @property
+    def layout(self) -> str:
+        return self.shape
+
+
+def result(name: str) -> Output:
+    """A result of the data's shape (the quantized data, a masked gradient)."""
+    return Output(name)
+
+
+def per_channel_result(name: str) -> Output:
+    """A result of the range parameters' shape: 0-d per-tensor, [C] per-channel (a range's gradient)."""
+    return Output(name, RANGE)
+
+
+@dataclass(frozen=True)
 class OpSpec:
     name: str
     family: Any  # its ops.family.Family (not imported: family.py imports this module)
     inputs: tuple[Input, ...]
     attrs: tuple[Attr, ...]
-    outputs: tuple[str, ...]      # the first has the data's shape, any others the range's shape
+    results: tuple[Output, ...]   # declared results (Output), in the op's order
     dtypes: tuple[str, ...]
     doc: str
     variant: Any = None           # the family's own switches for this op (read only by the family)
@@ -76,7 +100,18 @@ class OpSpec:
     gradient_of: str | None = None
     tf_wrappers: tuple[str, ...] = field(default=())
 
+    def __post_init__(self):
+        if not self.results or not all(isinstance(r, Output) for r in self.results):
+            raise TypeError(f"{self.name}: results must be Output records (spec.result, spec.per_channel_result)")
+        if self.results[0].shape != DATA:
+            raise ValueError(f"{self.name}: the first result must have the data's shape (caller storage, views)")
+
     # Cached (read on every call): a spec never changes.
+    @cached_property
+    def outputs(self) -> tuple[str, ...]:
+        """The results' names, in order."""
+        return tuple(r.name for r in self.results)
+
     @cached_property
     def attr_map(self) -> dict[str, Attr]:
         return {a.name: a for a in self.attrs}

@@ -104,6 +104,8 @@ class MultiplyAdd:
     else the emulation. A target whose fused instruction is not guaranteed (vmvx, lavapipe's SPIR-V) emulates."""
     unit: str = "emulated"
     flags: tuple[str, ...] = ()   # compile flags a program using the unit needs (llvm-cpu: +fma)
+    vectors_16_bytes: bool = False  # the unit's programs keep 16-byte vectors (NumPy's alignment, see
+    #   runtime.import_alignment), so they take no lane-form reductions (reductions.mlir.j2: wider vectors)
 
     def __post_init__(self):
         if self.unit not in FMA_UNITS:
@@ -284,8 +286,12 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            tunings=_LLVM_CPU_TUNINGS, caller_storage=True,
            # tf-xla's FMAs on the host's unit (IREE's CPU threads run with FTZ/DAZ, as XLA's): the same bits
            # as the emulation, several times faster. Only programs that round multiply-adds once get +fma:
-           # IREE marks every float op 'contract', so the unit fuses any multiply-add of the program.
-           multiply_add=MultiplyAdd("host", ("--iree-llvmcpu-target-cpu-features=+fma",))),
+           # IREE marks every float op 'contract', so the unit fuses any multiply-add of the program. +fma
+           # implies AVX, whose 32-byte loads need 32-byte aligned buffers (NumPy's are 16: a copy of every
+           # input, 10 ms at 2^24): 16-byte vectors keep the SSE alignment (runtime.import_alignment).
+           multiply_add=MultiplyAdd("host", ("--iree-llvmcpu-target-cpu-features=+fma",
+                                             "--iree-llvmcpu-target-vector-width-in-bytes=16"),
+                                    vectors_16_bytes=True)),
     Target("cpu-host", "llvm-cpu", "local-sync",
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",
