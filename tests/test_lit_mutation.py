@@ -92,7 +92,7 @@ MUTATIONS = [
              ("emit/narrow_types.test", "e2e/cpu/float16.test"),
              (["FakeQuantWithMinMaxVars", "--dtype", "f16"], "%bias = stablehlo.add %i32_1, %i32_0xFFF")),
     Mutation("swap_reduce_min_max", "reductions.mlir.j2",
-             r'"(minimum|maximum)"', lambda m: '"maximum"' if m.group(1) == "minimum" else '"minimum"', 4,
+             r'"(minimum|maximum)"', lambda m: '"maximum"' if m.group(1) == "minimum" else '"minimum"', 6,
              ("emit/qdq_data_range.test", "emit/target_vulkan.test",
               "e2e/cpu/QuantizeAndDequantizeV4.test", "e2e/vmvx/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2", "--target", "vmvx"],
@@ -101,7 +101,7 @@ MUTATIONS = [
     # row-group forms): min and max swapped.
     Mutation("cpu_fused_min_max_swapped", "reductions.mlir.j2",
              r"arith\.(minimumf|maximumf)", lambda m: "arith.maximumf" if m.group(1) == "minimumf" else "arith.minimumf",
-             10, ("emit/qdq_data_range.test", "emit/qdq_v1.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
+             8, ("emit/qdq_data_range.test", "emit/qdq_v1.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2"], "%lo_m = arith.maximumf %lo_acc, %lo_in")),
     # llvm-cpu's gradient sums in one linalg.generic: "below" counted with x <= nudged_min instead of <.
     Mutation("cpu_sum_below_not_strict", "reductions.mlir.j2",
