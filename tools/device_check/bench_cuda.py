@@ -1,0 +1,48 @@
+"""Time the bench cases on cuda: copy (host NumPy), api (NumPy in/out), device (bound inputs); torch on the GPU."""
+import json, statistics, sys, time
+import numpy as np
+from qdq_compiler.jobs.bench import cases as BC, measure as BM
+from qdq_compiler import raw_ops
+out = sys.argv[1]
+sizes = [int(s) for s in sys.argv[2].split(",")]
+sems = sys.argv[3].split(",")
+R = 7
+def tm(f, n=R):
+    f()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter(); r = f(); ts.append(time.perf_counter() - t0); del r
+    return statistics.median(ts), min(ts)
+rows = []
+try:
+    import torch
+    tdev = torch.cuda.is_available()
+except Exception:
+    torch, tdev = None, False
+for sem in sems:
+    for case in BC.CASES:
+        c = BC.replace(case, semantics=sem)
+        for k in sizes:
+            kw = BC.make_inputs(c, 1 << k)
+            fns = BM.variant_functions(c, kw, ["cuda"], frameworks=())
+            row = {"case": c.name, "semantics": sem, "log2n": k}
+            if k <= 20:
+                row["exact"] = BM.check_exact(c, fns[("api", "cuda")](), fns[("oracle", "-")](), kw)
+            for v in (("copy", "-"), ("api", "cuda"), ("device", "cuda")):
+                med, mn = tm(fns[v])
+                row[v[0] + "_ms"] = round(med * 1e3, 3); row[v[0] + "_min_ms"] = round(mn * 1e3, 3)
+            if tdev and case.torch and sem == "tf-cpu":
+                x = torch.from_numpy(kw[BM.data_inputs(c)[0]]).cuda()
+                if case.torch == "per-tensor":
+                    g = lambda: torch.fake_quantize_per_tensor_affine(x, 0.01, 128, 0, 255)
+                else:
+                    s = torch.full((x.shape[1],), 0.01, device="cuda"); z = torch.full((x.shape[1],), 128, dtype=torch.int32, device="cuda")
+                    g = lambda: torch.fake_quantize_per_channel_affine(x, s, z, 1, 0, 255)
+                def gs():
+                    r = g(); torch.cuda.synchronize(); return r
+                med, mn = tm(gs); row["torch_gpu_ms"] = round(med * 1e3, 4)
+                cp = lambda: (x.clone(), torch.cuda.synchronize())
+                med, mn = tm(cp); row["torch_gpu_copy_ms"] = round(med * 1e3, 4)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+json.dump(rows, open(out, "w"), indent=1)
