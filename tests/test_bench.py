@@ -303,3 +303,9 @@ def test_tensorflow_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
         assert tf_rows["tf"]["driver"] == ("xla" if jit else "eager") and log.read_text() == jit
     monkeypatch.setenv(tf_process.TF_PYTHON_ENV, str(tmp_path / "no-python"))
     assert "is not an executable Python" in tf_process.measure("FakeQuantWithMinMaxVars", "tf-cpu", {}, (), 1)["error"]
+
+
+def test_a_case_name_with_a_comma_can_be_selected():
+    """Case names carry their attributes in brackets, some with a comma; --ops splits outside brackets only."""
+    got = [c.name for c in bench.select_cases("QuantizeAndDequantizeV4[from data,axis],FakeQuantWithMinMaxArgs")]
+    assert got == ["QuantizeAndDequantizeV4[from data,axis]", "FakeQuantWithMinMaxArgs"]

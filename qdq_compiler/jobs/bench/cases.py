@@ -1,6 +1,7 @@
 """What ``qdqc bench`` measures: the benchmark cases, their inputs, and the sizes asked for."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -81,7 +82,8 @@ def _named_cases(ops: str | None) -> list[Case]:
     if not ops:
         return list(CASES)
     out = []
-    for name in [s.strip() for s in ops.split(",") if s.strip()]:
+    # commas inside brackets belong to a case's name: "QuantizeAndDequantizeV4[from data,axis]"
+    for name in [s.strip() for s in re.split(r",(?![^\[]*\])", ops) if s.strip()]:
         hit = [c for c in CASES if c.name == name] or [c for c in CASES if c.op == name]
         if not hit:
             spec = op_registry.get(name)  # an unknown op raises QDQError naming the known ones
