@@ -2,7 +2,7 @@
 import json, statistics, sys, time
 import numpy as np
 from qdq_compiler.jobs.bench import cases as BC, measure as BM
-from qdq_compiler import raw_ops
+
 out = sys.argv[1]
 sizes = [int(s) for s in sys.argv[2].split(",")]
 sems = sys.argv[3].split(",")
