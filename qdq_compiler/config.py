@@ -51,8 +51,9 @@ def format_shape(shape) -> str:
     return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
 
 
-def _fma_choice(c: Checker, spec, rules, attrs: dict, dtype: str, target, fma: str | None) -> str:
-    """OpConfig.fma of a program: "" when it rounds no multiply-add once, else as ``OpConfig.make`` says."""
+def _fma_choice(c: Checker | None, spec, rules, attrs: dict, dtype: str, target, fma: str | None) -> str:
+    """OpConfig.fma of a program: "" when it rounds no multiply-add once, else as ``OpConfig.make`` says
+    (``from_call`` passes the host's first unit, always available: no checker needed)."""
     if not rules.fused_multiply_add(spec, attrs, dtype):
         return ""
     if fma is None:
@@ -122,8 +123,8 @@ class OpConfig:
         structural = spec.family.structural(spec)
         full = {a.name: override[a.name] if a.name in override else call.attrs[a.name] if a.name in structural
                 else a.default for a in spec.attrs}
-        fma = (targets.get(target).fma_units()[0]   # in process: the host's unit where it has one
-               if spec.family.rules(call.semantics).fused_multiply_add(spec, full, call.dtype_name) else "")
+        t = targets.get(target)   # in process: the host's unit where it has one
+        fma = _fma_choice(None, spec, spec.family.rules(call.semantics), full, call.dtype_name, t, t.fma_units()[0])
         return OpConfig(call.op, tuple(sorted(full.items())), call.dtype_name, parse_shape(shape), target, "runtime",
                         call.semantics, tuning, fma)
 
