@@ -1,0 +1,4 @@
+"""``python -m tools.goldens``: see cli.py."""
+from .cli import main
+
+main()
