@@ -1,6 +1,6 @@
 """Test-side helpers for the TF 2.21 golden vectors (package data in qdq_compiler/goldens/, loaded through
-``qdq_compiler.goldens``; written by tools/make_goldens.py, the 16-bit FakeQuant ones in goldens/half/ by
-tools/goldens_16bit_fake_quant.py)."""
+``qdq_compiler.goldens``; written by ``python -m tools.goldens``, the 16-bit FakeQuant ones in goldens/half/
+by its ``--dtypes float16,bfloat16``)."""
 from __future__ import annotations
 
 import functools
@@ -63,7 +63,7 @@ def xla_cases() -> tuple[dict, ...]:
 
 @functools.lru_cache(maxsize=1)
 def half_cases() -> tuple[dict, ...]:
-    """The float16/bfloat16 FakeQuant goldens (tf-cpu; goldens/half/, tools/goldens_16bit_fake_quant.py): TF's
+    """The float16/bfloat16 FakeQuant goldens (tf-cpu; goldens/half/, tools/goldens/tf_half.py): TF's
     float32 kernel on the exact value of the 16-bit inputs, each result rounded once. Ids end -f16/-bf16."""
     cases = []
     for op in _goldens.half_ops():

@@ -1,9 +1,9 @@
 """The TensorFlow 2.21 golden vectors, shipped as package data.
 
 One JSON file per raw op (``<OpName>.json``, format in README.md beside this file), written by
-``tools/make_goldens.py`` from TF 2.21's CPU kernels (semantics "tf-cpu"); ``xla/<OpName>.json`` holds
-the answers of its XLA lowering (semantics "tf-xla", ``tools/make_goldens_xla.py``); ``half/<OpName>.json`` holds
-float16/bfloat16 cases of the six FakeQuant ops under "tf-cpu" (``tools/goldens_16bit_fake_quant.py``: TF
+``python -m tools.goldens`` (tools/goldens/) from TF 2.21's CPU kernels (semantics "tf-cpu"); ``xla/<OpName>.json``
+holds the answers of its XLA lowering (semantics "tf-xla", ``--semantics tf-xla``); ``half/<OpName>.json`` holds
+float16/bfloat16 cases of the six FakeQuant ops under "tf-cpu" (``--dtypes float16,bfloat16``: TF
 has no 16-bit FakeQuant kernel, so TF's float32 kernel runs on the exact float32 value of each 16-bit
 input and each result is rounded once to the 16-bit type). They live inside the package, not under tests/, so an
 installed wheel can still check its compiled kernels against TF (``qdqc validate``) without the

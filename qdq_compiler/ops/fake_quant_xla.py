@@ -1,6 +1,6 @@
 """The FakeQuant family under ``semantics="tf-xla"``: TF 2.21's XLA lowering, bit for bit (float32).
 
-Measured against ``tf.function(jit_compile=True)`` on x86-64 with FMA (tools/make_goldens_xla.py; the
+Measured against ``tf.function(jit_compile=True)`` on x86-64 with FMA (tools/goldens/tf_xla.py; the
 derivation from XLA's optimised HLO and the disassembly is in the README's semantics section). XLA:CPU
 runs with FTZ/DAZ like the CPU kernels, but computes differently:
 

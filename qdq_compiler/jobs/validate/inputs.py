@@ -86,7 +86,7 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
     half = _half_file(entry.op, entry.semantics) if narrow else None
     # A 16-bit FakeQuant configuration under tf-cpu takes goldens/half/<Op>.json: every float32 TF case with
     # its inputs rounded to the type, answered by TF's float32 kernel on their exact value and rounded once
-    # (FakeQuant's 16-bit definition; tools/goldens_16bit_fake_quant.py). It holds every case the exact
+    # (FakeQuant's 16-bit definition; tools/goldens/tf_half.py). It holds every case the exact
     # narrowing below would derive, and more (issue 29.10). Cases marked "deviation" (an Args range beyond
     # float16's) the package rejects, and are skipped like the float32 deviations.
     # A 16-bit configuration without such a file (tf-xla) takes the float32 cases whose every float input its type
