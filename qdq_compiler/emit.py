@@ -100,6 +100,10 @@ class RenderContext:
         self.narrow_range = attrs.get("narrow_range", False)
         self.sem = semantics.get(cfg.semantics)
         self.v = _Vars(spec.family.template_vars(spec, attrs))
+        rules = spec.family.rules(cfg.semantics)
+        self.arith = _Vars(rules.arithmetic)           # the semantics' arithmetic policy (Rules.arithmetic)
+        self.round_each_op = self.narrow and rules.round_each_op   # macro rnd
+        self.fused = bool(cfg.fma)                      # multiply-adds rounded once (macro fma)
         pv = param_values(spec, dict(attrs), cfg.dtype, cfg.semantics)
         self.params = [Param(n, t, v, cfg.params == "baked") for n, t, v in pv]
         self.np = np

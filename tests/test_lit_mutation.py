@@ -51,21 +51,21 @@ def _drop_upper_clamp(m: re.Match) -> str:
 
 
 MUTATIONS = [
-    Mutation("floor_to_ceil", "macros.mlir.j2",
+    Mutation("floor_to_ceil", "rounding.mlir.j2",
              r"stablehlo\.floor", "stablehlo.ceil", 1,
              ("emit/fake_quant_args.test", "emit/qdq_rounding.test", "lowering/rounding.test",
               "e2e/cpu/FakeQuantWithMinMaxArgs.test"),
              (["FakeQuantWithMinMaxArgs"], "stablehlo.ceil")),
     # round_nearest_even is left only on vmvx (sign restore) and vulkan/cuda (plain); llvm-cpu (cpu,
     # cpu-host) adds and subtracts 2^p instead (quirk roundeven_is_slow), see the next mutation.
-    Mutation("round_even_to_afz", "macros.mlir.j2",
+    Mutation("round_even_to_afz", "rounding.mlir.j2",
              r"stablehlo\.round_nearest_even", "stablehlo.round_nearest_afz", 2,
              ("emit/target_vmvx.test", "lowering/rounding.test",
               "e2e/vmvx/QuantizeAndDequantize.test", "e2e/vmvx/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2", "--target", "vmvx"], "stablehlo.round_nearest_afz")),
     # llvm-cpu's HALF_TO_EVEN, select(|v| < 2^p, (|v| + 2^p) - 2^p, |v|), with the select's operands
     # swapped: small values pass unrounded, huge ones are "rounded". Same ops, only the dataflow differs.
-    Mutation("cpu_round_select_swapped", "macros.mlir.j2",
+    Mutation("cpu_round_select_swapped", "rounding.mlir.j2",
              r'select\(out ~ "_raw", out ~ "_small", out ~ "_down", out ~ "_abs"\)',
              'select(out ~ "_raw", out ~ "_small", out ~ "_abs", out ~ "_down")', 1,
              ("emit/qdq_rounding.test", "emit/target_vmvx.test", "emit/qdq_data_range.test",
@@ -74,13 +74,13 @@ MUTATIONS = [
               "lowering/dispatch_data_range.test",
               "e2e/cpu/QuantizeAndDequantize.test", "e2e/cpu/QuantizeAndDequantizeV2.test"),
              (["QuantizeAndDequantizeV2"], "%r_raw = stablehlo.select %r_small, %r_abs, %r_down")),
-    Mutation("drop_clamp_select", "macros.mlir.j2",
+    Mutation("drop_clamp_select", "compare.mlir.j2",
              r"\{% macro clamp\(.*?\{%- endmacro %\}", _drop_upper_clamp, 1,
              ("emit/fake_quant_args.test", "emit/qdq_rounding.test", "lowering/rounding.test",
               "e2e/cpu/FakeQuantWithMinMaxArgs.test", "e2e/cpu/QuantizeAndDequantize.test"),
              (["FakeQuantWithMinMaxArgs"], "%clamped_lt = stablehlo.compare LT, %x_in,")),
     # tf-xla's last multiply-add rounded twice instead of once: the fma call becomes a multiply and an add.
-    Mutation("xla_fma_split", "fake_quant_xla.mlir.j2",
+    Mutation("xla_fma_split", "fake_quant.mlir.j2",
              r'\{\{ m\.fma\("%outputs", "%level", "%scale_b", "%nmin_b"\) \}\}',
              '  %out_prod = stablehlo.multiply %level, %scale_b : {{ k.ttype }}\n'
              '  %outputs = stablehlo.add %out_prod, %nmin_b : {{ k.ttype }}', 1,

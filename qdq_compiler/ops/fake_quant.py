@@ -227,13 +227,24 @@ def quant_level_params(attrs):
     return [("quant_min", "f32", np.float32(quant_min)), ("quant_max", "f32", np.float32(quant_max))]
 
 
-def rules(oracle_cpu, template_cpu: str, oracle_xla, template_xla: str, xla_fma: bool = False) -> dict:
+# The arithmetic each reference uses where they differ (templates/fake_quant*.mlir.j2 read k.arith):
+#   nudge       "kernel" (TF's Nudge) or "xla" (XlaNudge), templates/_nudge.mlir.j2
+#   clamp       "min_max" (Eigen's cwiseMin then cwiseMax) or "max_min" (XLA's max then min)
+#   mask        gradients: "multiply" by the 0/1 mask (TF's kernel) or "select" (XLA: a masked element is +0)
+#   zero_range  "passes_zeros" (TF's kernel: min == max == 0 gives zeros, the gradient passes) or "none"
+KERNEL_ARITHMETIC = {"nudge": "kernel", "clamp": "min_max", "mask": "multiply", "zero_range": "passes_zeros"}
+XLA_ARITHMETIC = {"nudge": "xla", "clamp": "max_min", "mask": "select", "zero_range": "none"}
+
+
+def rules(oracle_cpu, oracle_xla, template: str, xla_fma: bool = False) -> dict:
     """The two semantics of a FakeQuant family: TF's CPU kernels and its XLA lowering, in float32 and, by
-    the stated definition, float16/bfloat16 (README). ``xla_fma``: the XLA template rounds multiply-adds once."""
-    return {"tf-cpu": Rules(oracle_cpu, template_cpu, WIDE_DTYPES, check=full_check, params=params_cpu),
-            "tf-xla": Rules(oracle_xla, template_xla, WIDE_DTYPES,
+    the stated definition, float16/bfloat16 (README), on one template. ``xla_fma``: XLA rounds the family's
+    multiply-adds once."""
+    return {"tf-cpu": Rules(oracle_cpu, template, WIDE_DTYPES, check=full_check, params=params_cpu,
+                            arithmetic=KERNEL_ARITHMETIC),
+            "tf-xla": Rules(oracle_xla, template, WIDE_DTYPES,
                             check=functools.partial(full_check, args_range=args_range_xla), params=params_xla,
-                            fused_multiply_add=lambda spec, attrs, dtype: xla_fma)}
+                            fused_multiply_add=lambda spec, attrs, dtype: xla_fma, arithmetic=XLA_ARITHMETIC)}
 
 
 class FakeQuantBase(Family):
@@ -293,7 +304,7 @@ def oracle_xla(call):
 
 class FakeQuant(FakeQuantBase):
     name = "fake_quant"
-    rules_by_semantics = rules(oracle_cpu, "fake_quant.mlir.j2", oracle_xla, "fake_quant_xla.mlir.j2", xla_fma=True)
+    rules_by_semantics = rules(oracle_cpu, oracle_xla, "fake_quant.mlir.j2", xla_fma=True)
 
     def grid_step(self, call):
         return nudged_params(call, widened(call)).scale

@@ -54,7 +54,7 @@ def oracle_xla(call):
 
 class FakeQuantGrad(FakeQuantBase):
     name = "fake_quant_grad"
-    rules_by_semantics = rules(oracle_cpu, "fake_quant_grad.mlir.j2", oracle_xla, "fake_quant_grad_xla.mlir.j2")
+    rules_by_semantics = rules(oracle_cpu, oracle_xla, "fake_quant_grad.mlir.j2")
 
 
 FAMILY = FakeQuantGrad()

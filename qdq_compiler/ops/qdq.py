@@ -294,11 +294,21 @@ def xla_fma(spec, attrs, dtype: str) -> bool:
     return attrs.get("round_mode") == "HALF_UP" and not dtypes.get(dtype).narrow
 
 
+# The arithmetic each reference uses where they differ (templates/qdq.mlir.j2 reads k.arith):
+#   range_nan  a range from the data: "poison" (TF's CPU min/max: a NaN wins) or "skip" (XLA's reduce)
+#   pow2       V3's 2^k: "integer_shift" (TF: int64 shifts) or "exponent_bits" (XLA's Pow: ldexp from bits)
+#   inverse    lo / q: "divide", or "host_reciprocal" (XLA: lo * (1 / q), the reciprocal folded on the host)
+#   clamp      "min_max" (Eigen's cwiseMin then cwiseMax) or "max_min" (XLA's clamp: a NaN becomes lo')
+KERNEL_ARITHMETIC = {"range_nan": "poison", "pow2": "integer_shift", "inverse": "divide", "clamp": "min_max"}
+XLA_ARITHMETIC = {"range_nan": "skip", "pow2": "exponent_bits", "inverse": "host_reciprocal", "clamp": "max_min"}
+
 RULES = {
-    "tf-cpu": Rules(oracle_cpu, "qdq.mlir.j2", DTYPES, check=check, dtype_hint=cpu_dtype_hint, params=params_cpu),
+    "tf-cpu": Rules(oracle_cpu, "qdq.mlir.j2", DTYPES, check=check, dtype_hint=cpu_dtype_hint, params=params_cpu,
+                    arithmetic=KERNEL_ARITHMETIC),
     # XLA checks neither V3's num_bits value nor that input_min <= input_max.
-    "tf-xla": Rules(oracle_xla, "qdq_xla.mlir.j2", XLA_DTYPES, check=functools.partial(check, value_checks=False),
-                    unsupported=xla_unsupported, params=params_xla, fused_multiply_add=xla_fma),
+    "tf-xla": Rules(oracle_xla, "qdq.mlir.j2", XLA_DTYPES, check=functools.partial(check, value_checks=False),
+                    unsupported=xla_unsupported, params=params_xla, fused_multiply_add=xla_fma,
+                    arithmetic=XLA_ARITHMETIC, round_each_op=True),
 }
 
 

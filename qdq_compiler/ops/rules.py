@@ -8,7 +8,7 @@ and reads the block; it never compares semantics names, and neither do the famil
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -47,6 +47,11 @@ class Rules:
     unsupported(spec)                 why an op has no answer here ('' when it has one)
     dtype_hint(spec, dtype)           how to run a dtype refused here ('' when nothing can)
     params(spec, attrs, dtype)        (name, MLIR type, exact value) of each parameter computed on the host
+    arithmetic                        the template's arithmetic policy (``k.arith.<name>``): named choices
+                                      where references compute one op differently (how a clamp picks, how an
+                                      inverse is formed, ...), so that a family has one template
+    round_each_op                     16-bit types: every operation's result is rounded to the storage type
+                                      (macro rnd), not only the op's outputs
     fused_multiply_add(spec, attrs, dtype)  whether the program rounds multiply-adds once (macro fma): the
                                       target then says how (Target.multiply_add), and the choice is part of
                                       the configuration (OpConfig.fma) and so of the cache key
@@ -59,3 +64,5 @@ class Rules:
     dtype_hint: Callable = _no_hint
     params: Callable = _no_params
     fused_multiply_add: Callable = _no_fma
+    arithmetic: Mapping[str, Any] = field(default_factory=dict)
+    round_each_op: bool = False

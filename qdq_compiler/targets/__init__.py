@@ -9,7 +9,8 @@ vector width costs nothing on a memory-bound op. ``cpu-host`` tunes for this mac
 is documented as not bit-exact wherever contraction applies.
 
 What differs between targets is data here, never a branch elsewhere: typed ``Quirks`` (each one has
-exactly one workaround macro in templates/macros.mlir.j2 or reductions.mlir.j2, which the template reads as
+exactly one workaround macro in the topic files of templates/ (macros.mlir.j2 lists them) or reductions.mlir.j2,
+which the template reads as
 ``k.quirks.<name>``; a misspelt name is an error, at import or at render time) and typed ``Limits``.
 "oracle" (the NumPy reference) is not a compile target: ``get(name, reference_ok=True)`` is the one
 place that lets it through, as ``REFERENCE``.
