@@ -445,10 +445,30 @@ def test_ctrl_c_exits_130_with_one_line_wherever_it_lands():
     import time
     argv = [sys.executable, "-m", "qdq_compiler", "validate", "--ops", "QuantizeAndDequantizeV4", "--targets", "cpu",
             "--semantics", "tf-cpu,tf-xla", "--sizes", "1000,300000", "--no-progress"]
+    def cpu_seconds(pid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def wait_for_work(p, seconds):
+        """Until the process has run `seconds` of CPU (on a loaded machine its imports, before qdqc's handler
+        is in place, stretch in wall time, not in CPU time), or 10x that in wall time (waiting on compiles)."""
+        start = time.monotonic()
+        while p.poll() is None and time.monotonic() - start < 10 * seconds:
+            used = cpu_seconds(p.pid)
+            if used is None:   # no /proc: wall time
+                time.sleep(seconds)
+                return
+            if used >= seconds:
+                return
+            time.sleep(0.02)
+
     delivered = 0
     for delay in (0.7, 2.0, 4.0):
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(delay)
+        wait_for_work(p, delay)
         if p.poll() is not None:   # finished before the signal: nothing to interrupt
             p.communicate()
             continue
