@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import dtypes
 from . import raw_ops as _raw
 from .errors import QDQError, QDQTypeError
 from .ops.qdq import wrapper_axis
@@ -98,7 +99,7 @@ def quantize_and_dequantize_vjp(input, input_min, input_max, *, target="cpu", **
             g = np.asarray(dy)
         except (TypeError, ValueError) as e:
             raise QDQTypeError(f"dy cannot be converted to an array of {y.dtype}: {e}", arg="dy") from None
-        if g.dtype.kind not in "fiu" and g.dtype.name not in ("float16", "bfloat16"):
+        if g.dtype.kind not in "iu" and not dtypes.is_float(g.dtype):
             raise QDQTypeError(f"dy has element type {g.dtype}; expected {y.dtype}", arg="dy")
         if g.shape != y.shape:
             raise QDQError(f"dy has shape {list(g.shape)} but the output has shape {list(y.shape)}", arg="dy")

@@ -18,6 +18,8 @@ from .cli_inputs import negative_literals, read_inputs
 from .cli_interrupt import interrupted, run_interruptible
 from .outputs import check_writable, save_arrays, write_atomic
 
+_DTYPE_ALIASES = ", ".join(d.short for d in dtypes.FLOATS.values())   # the dtype table's CLI names
+
 EXAMPLES = {
     "ops": "qdqc ops\n  qdqc ops --json",
     "emit": "qdqc emit FakeQuantWithMinMaxArgs --attr min=-1 --attr max=1 --shape '?x8'\n"
@@ -266,7 +268,8 @@ def cmd_build(args):
 def _op_args(p, target_default="cpu"):
     p.add_argument("op", help="raw op name (see 'qdqc ops')")
     p.add_argument("--attr", action="append", metavar="NAME=VALUE", help="an attribute (repeatable)")
-    p.add_argument("--dtype", default="f32", help="f32 (default), f64, f16 or bf16 (which ones: 'qdqc ops')")
+    p.add_argument("--dtype", default="f32", help=f"f32 (default), or one of {_DTYPE_ALIASES} (which ones an op takes: "
+                                                   "'qdqc ops')")
     p.add_argument("--shape", default="?", help="dims joined by x, '?' = dynamic (default '?'; 'scalar' = rank 0)")
     p.add_argument("--target", default=target_default, help="cpu (default), cpu-host, vmvx, vulkan, cuda")
     p.add_argument("--params", default="baked", choices=("baked", "runtime"),
@@ -332,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", help="comma-separated op names (default: all)")
     p.add_argument("--targets", help="comma-separated targets, or 'all': cpu and every other available one "
                                       "(default: cpu)")
-    p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16 (default: every one the op allows under "
+    p.add_argument("--dtypes", help=f"comma-separated, of {_DTYPE_ALIASES} (default: every one the op allows under "
                                     "the semantics)")
     _semantics_arg(p, many=True)
     p.add_argument("--sizes", help="comma-separated element counts of the random inputs (default 1000,70000)")
@@ -350,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--semantics", help="the two semantics to compare, of one namespace, as 'a,b' (default: "
                                        f"{','.join(semantics.pair())})")
     p.add_argument("--ops", help="comma-separated op names (default: all)")
-    p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16 (default: every one both semantics take)")
+    p.add_argument("--dtypes", help=f"comma-separated, of {_DTYPE_ALIASES} (default: every one both semantics take)")
     p.add_argument("--size", type=int, default=100_000, help="elements per call (default 100000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--json", help="write the JSON report here")

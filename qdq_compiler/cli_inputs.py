@@ -34,11 +34,17 @@ def negative_literals(argv: list[str]) -> list[str]:
     return out
 
 
-def _bfloat16_from_void(a: np.ndarray) -> np.ndarray:
-    """np.save writes a bfloat16 array (ml_dtypes) as 2-byte void ('<V2'): read that back as bfloat16."""
-    if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
-        return a.view(dtypes.get("bfloat16").np)
-    return a
+def _float_from_void(a: np.ndarray, text: str) -> np.ndarray:
+    """np.save writes an ml_dtypes array (bfloat16, ...) as void of its width ('<V2'): read it back as the
+    dtype table's one non-NumPy float of that width (several of one width: an error naming them)."""
+    if a.dtype.kind != "V" or a.dtype.names is not None:
+        return a
+    matches = [d for d in dtypes.FLOATS.values() if d.np.kind == "V" and d.np.itemsize == a.dtype.itemsize]
+    if len(matches) != 1:
+        raise QDQError(f"--input {text}: a {a.dtype.itemsize}-byte void array is "
+                       + (f"one of {', '.join(d.name for d in matches)}: save it as its integer bit pattern"
+                          if matches else "no float type this package knows"), arg="--input")
+    return a.view(matches[0].np)
 
 
 def _load(text: str) -> np.ndarray:
@@ -46,7 +52,7 @@ def _load(text: str) -> np.ndarray:
         with open(text, "rb") as f:
             npy = f.read(6) == b"\x93NUMPY"
         if npy:
-            return _bfloat16_from_void(np.load(text, allow_pickle=False))
+            return _float_from_void(np.load(text, allow_pickle=False), text)
     except (OSError, ValueError) as e:
         raise QDQError(f"--input {text}: cannot read a .npy file ({e}), nor is it a number", arg="--input") from None
     raise QDQError(f"--input {text}: not a .npy file (no NumPy header; write one with np.save), nor a number",
@@ -67,7 +73,7 @@ def read_inputs(spec, texts: list[str]) -> dict[str, np.ndarray]:
                    np.dtype(np.float32))
     for inp, value in literals.items():
         dtype = np.dtype(inp.dtype) if inp.dtype != "T" else element
-        if dtype.kind not in "fi" and dtype != dtypes.get("bfloat16").np:
+        if dtype.kind != "i" and not dtypes.is_float(dtype):
             raise QDQError(f"--input {value!r} for {inp.name}: a number cannot be typed like data of dtype {dtype}",
                            arg="--input")
         if dtype.kind == "i" and not float(value).is_integer():

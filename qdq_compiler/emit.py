@@ -208,9 +208,9 @@ class RenderContext:
         return self.storage_type(t) if storage and not self.host_widened else t
 
     def storage_type(self, type_: str) -> str:
-        """A compute-type tensor type as the function boundary has it: a 16-bit float's bit pattern, i16
-        (tensor<?xf32> -> tensor<?xi16> for float16 and bfloat16; narrow_types.mlir.j2 converts)."""
-        return type_[: type_.rfind(self.T)] + "i16>" if self.narrow else type_
+        """A compute-type tensor type as the function boundary has it: a narrow float's bit pattern, the integer
+        of its width (tensor<?xf32> -> tensor<?xi16> for float16 and bfloat16; narrow_types.mlir.j2 converts)."""
+        return type_[: type_.rfind(self.T)] + self.dtype.int_mlir + ">" if self.narrow else type_
 
     def kind_of(self, operand) -> str:
         """'data', 'param' (a [C] vector) or 'scalar' of a declared input or result (spec.Input, spec.Output):

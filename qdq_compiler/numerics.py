@@ -15,9 +15,11 @@ from typing import NamedTuple
 import ml_dtypes
 import numpy as np
 
+from . import dtypes as _dtypes
+
 
 F32 = np.float32
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
+_FLOATS = tuple(_dtypes.FLOATS)   # the dtype table's float types (a new row is one here too)
 
 
 _TINY: dict = {}  # dtype -> its smallest normal number, or None for a non-float dtype

@@ -452,23 +452,22 @@ def test_ctrl_c_exits_130_with_one_line_wherever_it_lands():
         except (OSError, ValueError, IndexError):
             return None
 
-    def wait_for_work(p, seconds):
-        """Until the process has run `seconds` of CPU (on a loaded machine its imports, before qdqc's handler
-        is in place, stretch in wall time, not in CPU time), or 10x that in wall time (waiting on compiles)."""
+    def wait_past_imports(p, seconds):
+        """`seconds` of wall time, but not before the child has run 0.35 s of CPU: its imports (0.25 s of CPU)
+        are done and qdqc's handler is in place. On a loaded machine the imports stretch in wall time, and a
+        signal before the handler meets Python's own (status -2)."""
         start = time.monotonic()
-        while p.poll() is None and time.monotonic() - start < 10 * seconds:
+        while p.poll() is None and time.monotonic() - start < 10:
             used = cpu_seconds(p.pid)
-            if used is None:   # no /proc: wall time
-                time.sleep(seconds)
-                return
-            if used >= seconds:
-                return
+            if used is None or used >= 0.35:
+                break
             time.sleep(0.02)
+        time.sleep(max(0.0, seconds - (time.monotonic() - start)))
 
     delivered = 0
     for delay in (0.7, 2.0, 4.0):
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for_work(p, delay)
+        wait_past_imports(p, delay)
         if p.poll() is not None:   # finished before the signal: nothing to interrupt
             p.communicate()
             continue

@@ -85,10 +85,11 @@ class Family:
         """The structural attribute sets the validation matrix covers."""
         return [{}]
 
-    def random_calls(self, spec: OpSpec, attrs: Mapping[str, Any], shape: tuple[int, ...], dtype: np.dtype,
-                     rng: np.random.Generator, special) -> list[dict]:
-        """Keyword arguments of several calls on data of ``shape`` (``special(x, scale)`` sprinkles ties,
-        NaN, infinities, zeros and subnormals), under several numeric attribute sets."""
+    def random_calls(self, spec: OpSpec, attrs: Mapping[str, Any], x: np.ndarray, rng: np.random.Generator,
+                     special) -> list[dict]:
+        """Keyword arguments of several calls on the data ``x`` (random, of the entry's shape and dtype;
+        ``special(a, scale)`` sprinkles ties, NaN, infinities, zeros and subnormals), under several numeric
+        attribute sets."""
         raise NotImplementedError
 
     def bench_kwargs(self, spec: OpSpec, attrs: Mapping[str, Any], shape: tuple[int, ...],

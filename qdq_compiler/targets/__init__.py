@@ -21,6 +21,7 @@ import functools
 import re
 from dataclasses import dataclass, field, fields
 
+from .. import dtypes as _dtypes
 from ..errors import QDQError, TargetUnavailableError
 from . import conflicts
 
@@ -122,7 +123,7 @@ class Target:
     description: str
     bit_exact: bool = True        # documented expectation; deviations carry a note
     deviation: str = ""
-    dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+    dtypes: tuple[str, ...] = tuple(_dtypes.FLOATS)   # every row of the dtype table unless a target lacks one
     dtype_gaps: tuple[tuple[str, str], ...] = ()   # (dtype, why this target cannot run it), for the error
     compile_only: bool = False
     limits: Limits = field(default_factory=Limits)
@@ -161,8 +162,8 @@ class Target:
         return ""
 
     def widens_on_host(self, dtype: str, reduces: bool) -> bool:
-        """Whether a program's 16-bit inputs cross the boundary as float32 (``Limits.narrow_reductions``)."""
-        return reduces and dtype in ("float16", "bfloat16") and not self.limits.narrow_reductions
+        """Whether a program's narrow (16-bit) inputs cross the boundary as float32 (``Limits.narrow_reductions``)."""
+        return reduces and _dtypes.get(dtype).narrow and not self.limits.narrow_reductions
 
     def require_dtype(self, dtype: str):
         why = self.dtype_gap(dtype)

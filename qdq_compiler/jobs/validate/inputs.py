@@ -82,7 +82,7 @@ def _half_file(op: str, semantics: str) -> dict | None:
 
 def golden_calls(entry: MatrixEntry) -> list[dict]:
     """Golden cases (if present) whose structure and dtype match ``entry``."""
-    narrow = entry.dtype in ("float16", "bfloat16")
+    narrow = DT.get(entry.dtype).narrow
     half = _half_file(entry.op, entry.semantics) if narrow else None
     # A 16-bit FakeQuant configuration under tf-cpu takes goldens/half/<Op>.json: every float32 TF case with
     # its inputs rounded to the type, answered by TF's float32 kernel on their exact value and rounded once
