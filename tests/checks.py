@@ -70,3 +70,19 @@ def assert_matches_case(case: dict, result, kwargs: dict):
                 f"{name}: sum beyond the float32 summation bound: {describe_diff(got, want)}"
         else:
             assert bit_equal(got, want), f"{name}: {describe_diff(got, want)}"
+
+
+def failures_of(cases, check) -> list[str]:
+    """``check(case)`` on every case; one line per case that failed ('<id>: <error>'), for one test that
+    lists every failing case at once (cheaper than a pytest item per case, and the id names it)."""
+    failures = []
+    for case in cases:
+        try:
+            check(case)
+        except Exception as e:  # an assertion, an unexpected error
+            failures.append(f"{case['id']}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
+        except BaseException as e:  # pytest.fail (not an Exception); KeyboardInterrupt and SystemExit go on
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            failures.append(f"{case['id']}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
+    return failures

@@ -7,3 +7,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("QDQ_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".qdq_cache"))
 # One lavapipe thread per test process (tools/run_tests.py says why), unless the caller chose.
 os.environ.setdefault("LP_NUM_THREADS", "1")
+
+# The longest tests start first (their CI times on 2 cores, in order), so that the two workers finish
+# together instead of one running a long test alone at the end: pytest-xdist hands tests out in collection
+# order, round robin. Order only: every test still runs.
+LONGEST_FIRST = (
+    "tests/test_compiled_goldens.py::test_compiled_matches_tf[vulkan]",                             # 67-94 s
+    "tests/test_readme.py::test_readme_blocks_run_as_written",                                      # 34-52 s
+    "tests/test_compiled_goldens.py::test_compiled_matches_tf[cpu]",                                # 47-57 s
+    "tests/test_compiled_goldens.py::test_compiled_matches_tf[vmvx]",                               # 31-39 s
+    "tests/test_xla_goldens.py::test_compiled_matches_xla[vmvx-QuantizeAndDequantize-bfloat16-all]",  # 30 s
+    "tests/test_xla_goldens.py::test_compiled_matches_xla[cpu-QuantizeAndDequantize-float32-all]",    # 29 s
+    "tests/test_bench.py::test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening",        # 18-35 s
+    "tests/test_xla_goldens.py::test_compiled_matches_xla[vulkan-",                                 # 14-20 s each
+    "tests/test_compiled_goldens.py::test_compiled_matches_tf_in_16_bit[",                          # 4-9 s each
+    "tests/test_validate.py::test_cuda_compiles_one_configuration_of_every_kind",                   # 10 s
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+    items.sort(key=rank)   # stable: the rest keep their order

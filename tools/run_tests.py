@@ -24,10 +24,16 @@ env.setdefault("LP_NUM_THREADS", "1")
 jobs = os.environ.get("QDQ_TEST_JOBS", "auto")
 LAST = "tests/test_tensorflow_coexistence.py"
 
-# lit first: the mutation test's unbroken baseline (tests/test_lit_mutation.py) then loads what lit compiled.
+# lit first: the mutation test's unbroken baseline (tests/test_lit_mutation.py) reads lit's results of this run
+# (QDQ_LIT_RESULTS: every guarding test passed on the real tree) and loads what lit compiled.
 rc_lit = 0
 if (root / "lit_tests" / "lit.cfg.py").is_file() and not sys.argv[1:]:
-    rc_lit = subprocess.call([str(bin_dir / "lit"), "-sv", str(root / "lit_tests")], cwd=root, env=env)
+    results = root / "lit_tests" / "Output" / "results.json"
+    results.unlink(missing_ok=True)
+    rc_lit = subprocess.call([str(bin_dir / "lit"), "-sv", "-o", str(results), str(root / "lit_tests")], cwd=root,
+                             env=env)
+    if results.is_file():
+        env["QDQ_LIT_RESULTS"] = str(results)
 # --durations: where the suite's time goes, in every CI log (the budget is 9 minutes on 2 cores).
 rc_py = subprocess.call([sys.executable, "-m", "pytest", "-n", jobs, "-ra", "--durations=25", "--deselect", LAST,
                          *sys.argv[1:]], cwd=root, env=env)
