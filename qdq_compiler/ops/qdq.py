@@ -254,11 +254,18 @@ def oracle_xla(call):
                             axis=call.per_channel_axis()),)
 
 
+def v3_flags(attrs, int_type: str) -> list:
+    """V3 computes its range on device from the num_bits tensor; its signedness and narrowness travel as 0/1
+    runtime parameters of ``int_type``, so one program serves all four."""
+    np_int = np.int64 if int_type == "i64" else np.int32
+    return [("signed_i", int_type, np_int(bool(attrs["signed_input"]))),
+            ("narrow_i", int_type, np_int(bool(attrs.get("narrow_range", False))))]
+
+
 def params_cpu(spec, attrs, dtype):
-    """The integer range converted to T; V1 with a given range also its float attrs in T. V3 computes
-    its range on device from the num_bits tensor."""
+    """The integer range converted to T; V1 with a given range also its float attrs in T; V3 its flags."""
     if spec.variant.num_bits_tensor:
-        return []
+        return v3_flags(attrs, "i64")
     T, t = np.dtype(dtype), dtypes.get(dtype).mlir
     qmin, qmax = int_range(attrs["signed_input"], attrs["num_bits"], attrs.get("narrow_range", False))
     out = [("qmin", t, int_to(qmin, T)[()]), ("qmax", t, int_to(qmax, T)[()])]
@@ -270,9 +277,9 @@ def params_cpu(spec, attrs, dtype):
 
 def params_xla(spec, attrs, dtype):
     """V2/V4: XLA's folded integer range and the reciprocals of its ends, each rounded as XLA rounds them,
-    in the compute type. V3 computes its range on device from the num_bits tensor."""
+    in the compute type. V3: its flags, in the integer of the compute type's width."""
     if spec.variant.num_bits_tensor:
-        return []
+        return v3_flags(attrs, dtypes.get(dtypes.get(dtype).compute).int_mlir)
     A = qdq_xla.arith(dtypes.get(dtype).np)
     ct = dtypes.get(dtype).compute
     qmin, qmax = qdq_xla._int_range_const(A, attrs["signed_input"], attrs["num_bits"], attrs.get("narrow_range", False))
@@ -316,12 +323,6 @@ RULES = {
 class QuantizeAndDequantize(Family):
     name = "qdq"
     rules_by_semantics = RULES
-
-    def structural(self, spec):
-        # V3 computes its integer range on device from the num_bits tensor: signedness and narrowness
-        # shape the program.
-        extra = {"signed_input", "narrow_range"} if spec.variant.num_bits_tensor else set()
-        return super().structural(spec) | (extra & set(spec.attr_map))
 
     def reduces(self, spec, attrs):
         return not attrs.get("range_given", True)

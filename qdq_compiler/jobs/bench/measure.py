@@ -223,8 +223,9 @@ def machine_info() -> dict:
 
 
 def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: int = 7, tf: bool = True, torch: bool = True,
-              latency: bool = True, log: Callable[[str], None] = lambda s: None) -> dict:
-    """Measure every case at every size on every target; the results as a JSON-able dict."""
+              latency: bool = True, log: Callable[[str], None] = lambda s: None, latency_calls: int = 200) -> dict:
+    """Measure every case at every size on every target; the results as a JSON-able dict (``latency_calls``:
+    calls per timed batch of the per-call latency rows)."""
     frameworks = tuple(name for name, on in (("tf", tf), ("torch", torch)) if on)
     runnable, skipped = [], {}
     for t in targets:
@@ -241,7 +242,7 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
                 rows += measure_case(case, k, runnable, repeat, frameworks, log)
                 gc.collect()
                 runtime.trim()
-        lat = measure_latency(runnable, repeat, frameworks=frameworks) if latency else []
+        lat = measure_latency(runnable, repeat, latency_calls, frameworks=frameworks) if latency else []
     finally:
         for unpin in unpins:
             unpin()
