@@ -96,8 +96,6 @@ class RenderContext:
         self.reduce_dims = [d for d in range(self.rank) if d != self.axis]
         self.range_given = attrs.get("range_given", True)
         self.half_up = attrs.get("round_mode") == "HALF_UP"
-        self.signed = attrs.get("signed_input", True)
-        self.narrow_range = attrs.get("narrow_range", False)
         self.sem = semantics.get(cfg.semantics)
         self.v = _Vars(spec.family.template_vars(spec, attrs))
         rules = spec.family.rules(cfg.semantics)
