@@ -80,7 +80,7 @@ class OpConfig:
 
     @staticmethod
     def make(op: str, attrs: Mapping[str, Any] | None = None, dtype: str = "float32", shape="?",
-             target: str = "cpu", params: str = "runtime", semantics: str = _semantics.DEFAULT,
+             target: str = "cpu", params: str = "runtime", semantics: str | None = None,
              tuning: str = "", fma: str | None = None) -> "OpConfig":
         """Validate and normalise: every attribute filled in (defaults), unknown ones rejected.
 
@@ -89,7 +89,7 @@ class OpConfig:
         asks for this machine's unit (an error where it has none); "emulated" always works."""
         spec = ops.get(op)
         attrs = dict(attrs or {})
-        semantics = _semantics.get(semantics).name
+        semantics = _semantics.get(semantics or _semantics.default_for(spec.namespace)).name
         c = Checker(spec.name)
         rules = spec.family.rules(semantics)
         why = rules.unsupported(spec)
@@ -159,7 +159,9 @@ class OpConfig:
             elif inp.layout == ops.SCALAR:
                 kwargs[inp.name] = np.array(inp.example, inp.dtype)
             else:   # a per-channel parameter: its declared stand-in value
-                kwargs[inp.name] = np.full(pshape, inp.example, dt)
+                kwargs[inp.name] = np.full(pshape, inp.example, np.dtype(inp.dtype_name(a, dt.name)))
+            if inp.layout == ops.DATA and not inp.typed_by_op:
+                kwargs[inp.name] = np.zeros(dims, np.dtype(inp.dtype_name(a, dt.name)))
         bind(self.op, {**kwargs, **{k: v for k, v in a.items()}}, semantics=self.semantics)
 
     def key(self) -> dict:

@@ -64,8 +64,9 @@ FLOATS: dict[str, DType] = {d.name: d for d in (
     DType("float64", "f64", "double", "i64", np.float64, "float64"),
 )}
 # Integer types that appear as op inputs (V3's num_bits) or in function signatures (int16: the bit patterns
-# of float16/bfloat16 at the function boundary).
-INTS: dict[str, str] = {"int16": "i16", "int32": "i32", "int64": "i64"}
+# of float16/bfloat16 at the function boundary). bool (aten's masks) crosses the boundary as i8, 0 or 1: NumPy
+# stores a bool in one byte, so the views are free both ways (abi_view, from_abi).
+INTS: dict[str, str] = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "bool": "i8"}
 
 _ALIASES = {**{d.short: d for d in FLOATS.values()}, **FLOATS}
 
@@ -134,15 +135,19 @@ def abi_view(a: np.ndarray, widened: bool = False) -> np.ndarray:
     """An array as a compiled function takes it: float16/bfloat16 as their int16 bit patterns (a free view;
     the program converts them with integer ops, exactly on every target), or as float32 where the target
     widens on the host (``Target.widens_on_host``: an exact conversion), anything else unchanged."""
-    if name_of(a.dtype) not in _NARROW:
-        return a
+    name = name_of(a.dtype)
+    if name not in _NARROW:
+        return a.view(np.int8) if name == "bool" else a
     return a.astype(np.float32) if widened else a.view(np.int16)
 
 
 def from_abi(a: np.ndarray, dtype) -> np.ndarray:
     """A compiled function's result as ``dtype``: int16 bit patterns viewed as the 16-bit float."""
     dtype = np.dtype(dtype)
-    return a.view(dtype) if name_of(dtype) in _NARROW and a.dtype == np.int16 else a
+    name = name_of(dtype)
+    if name == "bool" and a.dtype == np.int8:
+        return a.view(np.bool_)
+    return a.view(dtype) if name in _NARROW and a.dtype == np.int16 else a
 
 
 _NARROW = ("float16", "bfloat16")

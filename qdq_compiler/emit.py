@@ -201,7 +201,9 @@ class RenderContext:
     def input_type(self, inp: ops.Input, storage: bool = True) -> str:
         """The type of an input: in the storage type at the boundary, else in the compute type."""
         if inp.layout == ops.SCALAR:
-            return f"tensor<{dtypes.mlir_of(inp.dtype)}>"
+            return f"tensor<{dtypes.mlir_of(inp.dtype_name(self.attrs, self.cfg.dtype))}>"
+        if not inp.typed_by_op:   # a fixed dtype (aten's bool mask, float32 scale, int32 zero point)
+            return self.typed(self.kind_of(inp), dtypes.mlir_of(inp.dtype_name(self.attrs, self.cfg.dtype)))
         t = self.ttype if inp.layout == ops.DATA else self.ptype  # min / max: 0-d per-tensor, [C] per-channel
         return self.storage_type(t) if storage and not self.host_widened else t
 
@@ -229,8 +231,8 @@ class RenderContext:
     @property
     def storage_kinds(self) -> list[str]:
         """The kinds of the values that cross the boundary in the storage type."""
-        kinds = {"data"} | {self.kind_of(i) for i in self.spec.inputs if i.layout == ops.RANGE}
-        return sorted(kinds | set(self.result_kinds))
+        kinds = {"data"} | {self.kind_of(i) for i in self.spec.inputs if i.layout == ops.RANGE and i.typed_by_op}
+        return sorted(kinds | {kind for kind, narrowed in zip(self.result_kinds, self.result_narrowed) if narrowed})
 
     @property
     def widened(self) -> list[tuple[str, str, str, str]]:
@@ -238,7 +240,7 @@ class RenderContext:
         if not self.narrow or self.host_widened:
             return []
         return [(i.name, self.kind_of(i), self.input_type(i), self.input_type(i, storage=False))
-                for i in self.spec.inputs if i.layout != ops.SCALAR]
+                for i in self.spec.inputs if i.layout != ops.SCALAR and i.typed_by_op]
 
     @property
     def result_kinds(self) -> list[str]:
@@ -246,7 +248,7 @@ class RenderContext:
 
     def arg_name(self, inp: ops.Input) -> str:
         """An input's argument name: a widened input's is suffixed, the template's name is the f32 value."""
-        return f"{inp.name}_storage" if self.widened and inp.layout != ops.SCALAR else inp.name
+        return f"{inp.name}_storage" if self.widened and inp.layout != ops.SCALAR and inp.typed_by_op else inp.name
 
     @property
     def arguments(self) -> list[tuple[str, str]]:
@@ -270,8 +272,14 @@ class RenderContext:
 
     @property
     def result_types(self) -> list[str]:
-        """Each result's type as its declaration says (spec.Output), in storage type."""
-        return [self.storage_type(t) for t in self.compute_result_types]
+        """Each result's type as its declaration says (spec.Output), in storage type (a bool as i8)."""
+        return [self.storage_type(t) if narrowed else t
+                for t, narrowed in zip(self.compute_result_types, self.result_narrowed)]
+
+    @property
+    def result_narrowed(self) -> list[bool]:
+        """Per result: rounded to a 16-bit storage type on return (a result of the op's type T)."""
+        return [self.narrow and r.dtype == "T" for r in self.spec.results]
 
     @property
     def results(self) -> str:
@@ -281,7 +289,9 @@ class RenderContext:
 
     @property
     def compute_result_types(self) -> list[str]:
-        return [self.typed(kind, self.T) for kind in self.result_kinds]
+        """Each result's type as the body computes it (T in the compute type; a bool mask as i8, 0 or 1)."""
+        return [self.typed(kind, self.T if r.dtype == "T" else dtypes.mlir_of(r.dtype))
+                for kind, r in zip(self.result_kinds, self.spec.results)]
 
 
 def render(cfg: OpConfig, attrs: dict | None = None) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 class QDQError(ValueError):
     """Bad input: names the argument, the value and what is allowed (TF's own message where it has one)."""
 
-    def __init__(self, message: str, *, op: str | None = None, arg: str | None = None, tf_message: str | None = None):
-        self.op, self.arg, self.tf_message = op, arg, tf_message
+    def __init__(self, message: str, *, op: str | None = None, arg: str | None = None, tf_message: str | None = None,
+                 reference: str = "TensorFlow"):
+        # tf_message: the reference framework's own words (``reference``: TensorFlow, PyTorch), for searching
+        self.op, self.arg, self.tf_message, self.reference = op, arg, tf_message, reference
         full = f"{op}: {message}" if op else message
         if tf_message:
-            full += f" (TensorFlow: {tf_message})"
+            full += f" ({reference}: {tf_message})"
         super().__init__(full)
 
 
@@ -45,11 +47,11 @@ class Checker:
     """Raises the errors of one op: each check is one line naming the argument, what is allowed, and
     TF's own words (``tf=``) where TF has them. Shared by ``validation`` and the op-family checks."""
 
-    def __init__(self, op: str):
-        self.op = op
+    def __init__(self, op: str, reference: str = "TensorFlow"):
+        self.op, self.reference = op, reference   # reference: the framework whose words ``tf=`` quotes
 
     def fail(self, msg, arg=None, tf=None, cls=QDQError):
-        raise cls(msg, op=self.op, arg=arg, tf_message=tf)
+        raise cls(msg, op=self.op, arg=arg, tf_message=tf, reference=self.reference)
 
     def require(self, ok, msg, arg=None, tf=None):
         if not ok:

@@ -57,7 +57,7 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     template rendering, no MLIR parsing, no compiler.
     """
     t = targets.get(cfg.target)
-    t.require_dtype(cfg.dtype)
+    require_program(t, cfg.spec, cfg.attr, cfg.dtype, cfg.semantics)
     flags = t.compile_flags + t.tuning_flags(cfg.tuning) + t.fma_flags(cfg.fma) + tuple(extra_flags)
     art = _artifacts.get((cfg, flags))
     if art is not None:
@@ -76,6 +76,20 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
             _compile.store_index(identity, key)
     _artifacts[(cfg, flags)] = art
     return art
+
+
+def program_gap(t, spec, attrs, dtype: str, semantics: str) -> str:
+    """Why target ``t`` cannot run the program of ``spec`` with ``attrs`` in ``dtype`` ('' when it can): its
+    dtype, or a Limit the semantics' rules say the program needs (Rules.needs)."""
+    return t.program_gap(dtype, spec.family.rules(semantics).needs(spec, attrs, dtype))
+
+
+def require_program(t, spec, attrs, dtype: str, semantics: str):
+    why = program_gap(t, spec, attrs, dtype, semantics)
+    if why:
+        able = [n for n, o in targets.TARGETS.items() if not program_gap(o, spec, attrs, dtype, semantics)]
+        raise QDQError(f"target {t.name!r} cannot run this {dtype} program: {why}; targets that can: "
+                       f"{', '.join(able)}", op=spec.name, arg="target")
 
 
 def _shape_plan(call: Call, target: str):
@@ -152,7 +166,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     if t.is_reference:
         return _into_out(compute(call), out)
     t.require_available()
-    t.require_dtype(call.dtype_name)
+    require_program(t, call.spec, call.attrs, call.dtype_name, call.semantics)
     if call.data.size == 0 and not t.limits.empty_buffers:
         return _into_out(compute(call), out)  # nothing to compile: run_plan would answer on the host
     return run_plan(call, plan_for(call, target, static), out)
@@ -171,7 +185,7 @@ def run_plan(call: Call, plan: Plan, out=None) -> tuple[np.ndarray, ...]:
         # None unless a small call on a CPU driver
         results = fn.call_small(args[:k], args[k:], _small_storage(call, fn, plan.view(x).shape))
         if results is not None:
-            return _shaped(call, [dtypes.from_abi(r, call.dtype) for r in results])
+            return _shaped(call, [dtypes.from_abi(r, call.result_dtype(i)) for i, r in enumerate(results)])
     outs = _out_list(spec, call, out)
     written = outs  # where each result is written: outs, or caller storage the module writes into
     if fn.storage_args:
@@ -184,7 +198,7 @@ def run_plan(call: Call, plan: Plan, out=None) -> tuple[np.ndarray, ...]:
     if written is not None:
         views = [None if o is None else dtypes.abi_view(plan.view(o) if i == 0 else o) for i, o in enumerate(written)]
     results = fn(args, views) if views is not None else fn(args)
-    results = [None if r is None else dtypes.from_abi(r, call.dtype) for r in results]
+    results = [None if r is None else dtypes.from_abi(r, call.result_dtype(i)) for i, r in enumerate(results)]
     if written is None:
         return _shaped(call, results)
     result = []
@@ -198,7 +212,7 @@ def run_plan(call: Call, plan: Plan, out=None) -> tuple[np.ndarray, ...]:
 
 def _storage_for(call: Call, fn, i: int) -> np.ndarray:
     """Caller storage for result ``i`` in the call's shape (pooled when large: runtime.result_storage)."""
-    return runtime.result_storage(result_shape(call, i), call.dtype, fn.import_alignment)
+    return runtime.result_storage(result_shape(call, i), call.result_dtype(i), fn.import_alignment)
 
 
 def caller_storage(call: Call, fn, view) -> list | None:
@@ -220,7 +234,7 @@ def _small_storage(call: Call, fn, dims) -> tuple:
     the function takes none."""
     if not fn.storage_args or call.data.nbytes >= runtime.ZERO_COPY_MIN_BYTES:
         return ()
-    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if i == 0 else result_shape(call, i), call.dtype,
+    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if i == 0 else result_shape(call, i), call.result_dtype(i),
                                                        fn.import_alignment))
                  for i in fn.storage_args)
 
@@ -317,9 +331,9 @@ def _out_list(spec, call: Call, out):
         if o is None:
             continue
         want = result_shape(call, i)
-        if not isinstance(o, np.ndarray) or o.shape != tuple(want) or o.dtype != call.dtype \
+        if not isinstance(o, np.ndarray) or o.shape != tuple(want) or o.dtype != call.result_dtype(i) \
                 or not o.flags.c_contiguous or not o.flags.writeable:
-            raise QDQError(f"out for {spec.outputs[i]} must be a writable C-contiguous {call.dtype.name} array of "
+            raise QDQError(f"out for {spec.outputs[i]} must be a writable C-contiguous {call.result_dtype(i).name} array of "
                            f"shape {tuple(want)}; got {getattr(o, 'dtype', type(o).__name__)} "
                            f"{getattr(o, 'shape', '')}", arg="out")
     return outs

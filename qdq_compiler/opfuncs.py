@@ -1,5 +1,6 @@
-"""What the generated op namespaces (``raw_ops``, ``oracle.raw_ops``; tools/gen_public_api.py) call: TF's
-argument errors, the bound call run on a target or on the oracle, and the outputs packed as TF returns them."""
+"""What the generated op namespaces (``raw_ops``, ``aten``, their ``oracle`` twins; tools/gen_public_api.py) call:
+the framework's argument errors, the bound call run on a target or on the oracle, and the outputs packed as the
+framework returns them (one array, or a namedtuple with its names)."""
 from __future__ import annotations
 
 import collections
@@ -52,6 +53,22 @@ def _argument_error(op: str, args, kwargs, names: tuple):
     raise QDQTypeError(f"{op}: arguments {sorted(kwargs)} do not fit {list(names)}")  # (bind always raised)
 
 
+def aten_arguments(fn):
+    """Wrap a generated aten op: positional calls as on ``torch.ops.aten``, or torch's keywords; a wrong argument
+    list is a QDQTypeError naming the arguments, not Python's TypeError from inside."""
+    sig = inspect.signature(fn)
+    names = [n for n in sig.parameters]
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise QDQTypeError(f"{fn.__name__}: {e}; arguments are: {', '.join(names)}") from None
+        return fn(*args, **kwargs)
+    return checked
+
+
 _execute_run = None
 
 
@@ -64,6 +81,9 @@ def run_compiled(op: str, arguments: dict):
         from .execute import run as _execute_run
     kwargs = dict(arguments)
     target, semantics = kwargs.pop("target"), kwargs.pop("semantics")
+    spec = R.get(op)
+    if spec.namespace != "tf":   # the framework's argument kinds (a Python float scale, 1-element tensors...)
+        kwargs = spec.family.public_arguments(spec, kwargs)
     return pack(op, _execute_run(bind(op, kwargs, semantics=semantics), target))
 
 
@@ -72,4 +92,7 @@ def run_oracle(op: str, arguments: dict):
     from .oracle import compute
     kwargs = dict(arguments)
     semantics = kwargs.pop("semantics")
+    spec = R.get(op)
+    if spec.namespace != "tf":
+        kwargs = spec.family.public_arguments(spec, kwargs)
     return pack(op, compute(bind(op, kwargs, semantics=semantics)))

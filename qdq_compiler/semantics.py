@@ -7,7 +7,7 @@ that has them (x86-64 with FMA, as here). Each semantics is a reference (an orac
 compiled programs reproduce bit for bit; the families own the arithmetic (one ``Rules`` block per
 semantics, ``ops/rules.py``), this module only names them.
 
-A semantics belongs to an op namespace (``tf``: TF's raw ops; PyTorch's aten ops and ONNX's ops next): its
+A semantics belongs to an op namespace (``tf``: TF's raw ops; ``aten``: PyTorch's; ONNX's ops next): its
 ops' names and arguments are the namespace's, and ``qdqc diverge`` compares two semantics of one namespace.
 """
 from __future__ import annotations
@@ -37,8 +37,28 @@ TF_XLA = Semantics(
     "XLA's order of operations, multiply-adds fused with one rounding; float16/bfloat16 computed in "
     "float32 and rounded back after each operation.", framework_mode="xla")
 
-SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA)}
+TORCH_CPU = Semantics(
+    "torch-cpu", "aten", "PyTorch 2.13 CPU kernels (eager, x86-64 AVX2 with FMA)", "aten",
+    "PyTorch 2.13's CPU kernels for the aten fake-quant ops, as eager mode runs them on an x86-64 CPU with "
+    "AVX2 and FMA: a float32 reciprocal of the scale, nearbyint (ties to even), the float zero point's "
+    "multiply-add fused where GCC contracts it; float16/bfloat16 computed in float32 and rounded once.")
+
+SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU)}
 DEFAULT = TF_CPU.name
+
+# Each op namespace: the framework whose words errors quote, and the semantics a call gets unless told.
+FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch"}
+NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name}
+
+
+def framework(namespace: str) -> str:
+    """The reference framework of an op namespace, as error messages name it."""
+    return FRAMEWORKS[namespace]
+
+
+def default_for(namespace: str) -> str:
+    """The semantics an op of ``namespace`` gets unless one is named."""
+    return NAMESPACE_DEFAULTS[namespace]
 
 
 def get(name) -> Semantics:

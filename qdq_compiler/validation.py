@@ -44,6 +44,11 @@ class Call:
     def data(self) -> np.ndarray:
         return self.arrays[self.spec.data_input]
 
+    def result_dtype(self, i: int) -> np.dtype:
+        """The dtype of result ``i``: the op's element type, or the fixed one its declaration names (a bool mask)."""
+        declared = self.spec.results[i].dtype
+        return self.dtype if declared == "T" else np.dtype(declared)
+
     def per_channel_axis(self) -> int | None:
         """The channel dimension, or None for a per-tensor call."""
         return self.spec.family.channel_axis(self.spec, self.attrs, self.data.ndim)
@@ -98,9 +103,7 @@ def _as_array(c: Checker, spec: ops.OpSpec, name: str, value, dtype, allowed: tu
             index = spec.input_names.index(name)
             why = "; every float input of the op must have the same dtype" if dtypes.is_float(dtype) else ""
             c.fail(f"input {name} has dtype {arr.dtype}, expected {np.dtype(dtype).name} (allowed: {allowed_txt}{why})",
-                   name, cls=QDQTypeError,
-                   tf=f"cannot compute {spec.name} as input #{index}(zero-based) was expected to be a "
-                      f"{dtypes.tf_name(np.dtype(dtype).name)} tensor but is a {dtypes.tf_name(arr.dtype.name)} tensor")
+                   name, cls=QDQTypeError, tf=spec.family.mismatched_dtype_words(spec, index, arr.dtype, np.dtype(dtype)))
         return arr if arr.flags.c_contiguous else np.array(arr, order="C")
     if isinstance(value, (bool, np.bool_)):
         c.fail(f"input {name}={value!r} is a bool; expected {allowed_txt}", name, cls=QDQTypeError)
@@ -167,12 +170,13 @@ def _attrs_key(spec: ops.OpSpec, kwargs, semantics: str):
     return tuple(key)
 
 
-def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT) -> Call:
-    """Validate ``kwargs`` for raw op ``op`` (TF's argument names) under ``semantics``; return the ``Call``."""
+def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Call:
+    """Validate ``kwargs`` for op ``op`` (its reference's argument names) under ``semantics`` (None: the
+    default of the op's namespace); return the ``Call``."""
     spec = ops.get(op)
-    semantics = _semantics.get(semantics).name
+    semantics = _semantics.get(semantics or _semantics.default_for(spec.namespace)).name
     rules = spec.family.rules(semantics)
-    c = Checker(spec.name)
+    c = Checker(spec.name, _semantics.framework(spec.namespace))
     kwargs = dict(kwargs)
     kwargs.pop("name", None)  # TF's op name argument: accepted and ignored
     if not spec.argument_names.issuperset(kwargs):
@@ -183,6 +187,11 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
         if n not in kwargs:
             c.fail(f"missing required input {n!r} (inputs: {', '.join(spec.input_names)})", n)
 
+    for inp in spec.inputs:   # an attribute that names an input's dtype, from the array given (unless given)
+        if inp.dtype.startswith("attr:") and inp.dtype[5:] not in kwargs and inp.name in kwargs:
+            given = kwargs[inp.name]
+            if isinstance(given, (np.ndarray, np.generic)):
+                kwargs[inp.dtype[5:]] = dtypes.name_of(np.asarray(given).dtype)
     memo_key = _attrs_key(spec, kwargs, semantics)
     attrs = _ATTRS_SEEN.get(memo_key) if memo_key is not None else None
     if attrs is None:
@@ -198,10 +207,11 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str = _semantics.DEFAULT
     dtype = _element_dtype(c, spec, kwargs, semantics, rules)
     arrays = {}
     for inp in spec.inputs:
-        if inp.dtype == "T":
+        if inp.typed_by_op:
             arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], dtype,
                                          rules.dtypes)
         else:
-            arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], np.dtype(inp.dtype), (inp.dtype,))
+            fixed = inp.dtype_name(attrs, dtype.name)
+            arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], np.dtype(fixed), (fixed,))
     rules.check(c, spec, arrays, attrs)
     return Call(spec, arrays, attrs, np.dtype(dtype), semantics, memo_key)

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import QDQError
 from .rules import Rules
 from .spec import DATA, RANGE, OpSpec
@@ -51,6 +52,16 @@ class Family:
             return (f"Value for attr 'T' of {dtype.name} is not in the list of allowed values: "
                     f"bfloat16, half, float, double")
         return None
+
+    def mismatched_dtype_words(self, spec: OpSpec, index: int, got: np.dtype, want: np.dtype) -> str | None:
+        """The reference's words for input number ``index`` given as ``got`` where ``want`` is required."""
+        return (f"cannot compute {spec.name} as input #{index}(zero-based) was expected to be a "
+                f"{dtypes.tf_name(want.name)} tensor but is a {dtypes.tf_name(got.name)} tensor")
+
+    def public_arguments(self, spec: OpSpec, kwargs: dict) -> dict:
+        """A public call's arguments as ``validation.bind`` takes them (aten: a Python float scale as a float32
+        0-d array, 1-element tensors as 0-d, ...); TF's pass unchanged."""
+        return kwargs
 
     # -- structure -----------------------------------------------------------------------------------
     def channel_axis(self, spec: OpSpec, attrs: Mapping[str, Any], rank: int) -> int | None:

@@ -35,8 +35,9 @@ class Input:
     """One operand, declared: its shape relation to the data, its dtype rule, and a valid stand-in value.
     Generic code (layouts, the program's ABI, stand-in arrays, samples, reports) reads these, never ``role``."""
     name: str
-    role: str                     # TF's meaning (data | grad | min | max | num_bits): docs and the golden tools
-    dtype: str = "T"              # "T" (the op's element type) or a fixed dtype ("int32")
+    role: str                     # the reference's meaning (data | grad | min | max | num_bits | scale | ...)
+    dtype: str = "T"              # "T" (the op's element type), a fixed dtype ("int32", "float32", "bool"), or
+    #   "attr:<name>": the dtype a structural attribute names (aten's zero_point: int32 or float32, two programs)
     shape: str = DATA             # DATA, RANGE or SCALAR
     example: float | int | None = None   # a valid value where one is needed before any call exists (a
     #   configuration's stand-in arrays, the benchmark's parameters): RANGE and SCALAR operands
@@ -44,6 +45,19 @@ class Input:
     @property
     def layout(self) -> str:
         return self.shape
+
+    @property
+    def typed_by_op(self) -> bool:
+        """Whether the input has the op's element type T (converted with the data, widened with it)."""
+        return self.dtype == "T"
+
+    def dtype_name(self, attrs, element: str) -> str:
+        """The input's dtype in a call with ``attrs`` whose element type is ``element``."""
+        if self.dtype == "T":
+            return element
+        if self.dtype.startswith("attr:"):
+            return attrs[self.dtype[5:]]
+        return self.dtype
 
 
 def data(name: str, role: str = "data") -> Input:
@@ -61,6 +75,12 @@ def scalar(name: str, role: str, dtype: str, example) -> Input:
     return Input(name, role, dtype, SCALAR, example)
 
 
+def fixed(name: str, role: str, dtype: str, shape: str = DATA, example=None) -> Input:
+    """An operand of a fixed dtype (or one an attribute names, "attr:<name>") that does not follow T: aten's
+    mask (bool, the data's shape), its per-channel scale (float32 [C]) and zero point."""
+    return Input(name, role, dtype, shape, example)
+
+
 @dataclass(frozen=True)
 class Output:
     """One result, declared as the operands are: its shape relation to the data (DATA: the data's shape;
@@ -69,15 +89,16 @@ class Output:
     read these."""
     name: str
     shape: str = DATA
+    dtype: str = "T"      # "T" (the op's element type) or a fixed dtype ("bool": aten's masks)
 
     @property
     def layout(self) -> str:
         return self.shape
 
 
-def result(name: str) -> Output:
-    """A result of the data's shape (the quantized data, a masked gradient)."""
-    return Output(name)
+def result(name: str, dtype: str = "T") -> Output:
+    """A result of the data's shape (the quantized data, a masked gradient; ``dtype`` "bool": a mask)."""
+    return Output(name, DATA, dtype)
 
 
 def per_channel_result(name: str) -> Output:
@@ -99,6 +120,9 @@ class OpSpec:
     sums_of: str | None = None    # the input those outputs add up (their rounding bound is in its terms)
     gradient_of: str | None = None
     tf_wrappers: tuple[str, ...] = field(default=())
+    namespace: str = "tf"         # the public namespace that names it ("tf": raw_ops; "aten": qdq_compiler.aten)
+    signature: tuple[str, ...] = ()   # aten: the schema's positional order of inputs and attributes
+    public_defaults: tuple[tuple[str, Any], ...] = ()   # aten: the schema's defaults (the rest are required)
 
     def __post_init__(self):
         if not self.results or not all(isinstance(r, Output) for r in self.results):
@@ -136,6 +160,10 @@ class OpSpec:
     def inputs_of(self, layout: str) -> tuple[str, ...]:
         """The names of the inputs of one layout (DATA, RANGE or SCALAR)."""
         return tuple(i.name for i in self.inputs if i.layout == layout)
+
+    @cached_property
+    def signature_defaults(self) -> dict[str, Any]:
+        return dict(self.public_defaults)
 
     @property
     def has_axis(self) -> bool:

@@ -14,7 +14,7 @@ from ..validation import Call
 def compute(call: Call) -> tuple[np.ndarray, ...]:
     """Run a validated call; returns one array per output of the op, in TF's order."""
     outs = call.spec.family.rules(call.semantics).oracle(call)
-    return tuple(np.asarray(o, call.dtype) for o in outs)
+    return tuple(np.asarray(o, call.result_dtype(i)) for i, o in enumerate(outs))
 
 
 from . import raw_ops  # noqa: E402  (the public namespace, built from the registry)

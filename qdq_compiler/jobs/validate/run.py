@@ -78,7 +78,7 @@ def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | 
     work, seen = [], set()
     for e in entries:
         for t in targets:
-            if T.get(t).dtype_gap(e.dtype):
+            if execute.program_gap(T.get(t), op_registry.get(e.op), dict(e.attrs), e.dtype, e.semantics):
                 continue  # reported as a skip with the reason (cells.run_cell)
             cfgs = [execute.config_for_entry(e, t, _shape_for(e, max(sizes)) if e.static else None)]
             if not e.static:
@@ -178,7 +178,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         for e in entries:
             if (e.name, t) in compile_errors:
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
-            elif not T.get(t).dtype_gap(e.dtype):
+            elif not execute.program_gap(T.get(t), op_registry.get(e.op), dict(e.attrs), e.dtype, e.semantics):
                 cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
     first, total = len(cells), len(entries) * len(run_on)
     _stage(f"running {_count(len(entries) * len(run_on), 'cell')} ({_count(len(entries), 'configuration')} on "

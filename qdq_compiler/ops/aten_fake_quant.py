@@ -1,0 +1,353 @@
+"""PyTorch's fake quantization (``torch.ops.aten``): per-tensor and per-channel affine, their cachemask forms
+and the masks' backward, as PyTorch 2.13's CPU kernels compute them (semantics ``torch-cpu``; the behaviours
+measured are in tools/goldens/aten/README.md).
+
+The kernels (aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp) share one shape:
+``inv = 1.0f / scale`` in float32, ``q = zero_point + nearbyint(x * inv)`` (ties to even), a clamp to
+[quant_min, quant_max], ``(q - zero_point) * scale``, and a mask of the elements whose q was in range. They
+differ in the types of the steps, and every difference shows in the bits:
+  per-tensor           q in x's float type (float32 for 16-bit x); the clamp exact (std::fmin/fmax promote
+                       to double), a NaN q clamps to quant_min; ``(q - zp)`` an int64 rounded to float32, times
+                       the float32 scale (a float64 x gets that float32 product); mask against float(quant_min).
+  per-channel, int zp  q converted to int64 (x86: NaN, inf and |q| >= 2^63 become INT64_MIN, so quant_min);
+                       ``(q - zp) * scale`` in double, then x's type (16-bit types: double -> float -> 16-bit).
+  per-channel, float zp  ``lrintf(zp + x * inv)``: GCC contracts the multiply-add into one FMA on x86-64 with
+                       FMA (k.fused); then as the int-zp path.
+The programs compute every integer-valued step in float64, where each of those values is exact.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import QDQError, QDQTypeError, fmt_number
+from ..numerics import fma
+from .family import AXIS, FLAT, Family
+from .rules import Rules
+from .spec import DATA, RANGE, OpSpec, attr, data, fixed, result, scalar
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")   # what PyTorch's CPU kernels take (all four)
+F32, F64 = np.float32, np.float64
+TWO_63 = 2.0 ** 63
+QUANT_LIMIT = 2 ** 24      # levels and level - zero_point exact in float32 (ATen: int64); up to 24-bit ranges
+ZERO_POINT_DTYPES = ("int32", "float32")   # a float16 zero point is widened first (exact: PyTorch's Half path)
+
+QUANT_MIN = attr("quant_min", int, -128, doc="the lowest quantised level (PyTorch: int)")
+QUANT_MAX = attr("quant_max", int, 127, doc="the highest quantised level")
+AXIS_ATTR = attr("axis", int, 0, doc="the channel dimension, 0..rank-1")
+ZP_DTYPE = attr("zero_point_dtype", str, "int32", ZERO_POINT_DTYPES,
+                doc="set from the zero_point array: int32 (nearbyint, then int64) or float32 (lrintf of an FMA)")
+
+
+@dataclass(frozen=True)
+class Variant:
+    per_channel: bool = False
+    mask: bool = False          # returns (output, mask)
+    enabled: bool = False       # takes fake_quant_enabled (the tensor-qparams cachemask op)
+
+
+# -- the NumPy reference ----------------------------------------------------------------------------------
+
+
+def _round_even(v):
+    return np.rint(v)   # NumPy's rint: the current rounding mode, nearest-even (nearbyint)
+
+
+def per_tensor(x, scale, zp: int, qmin: int, qmax: int):
+    """(output, mask) of _fake_quantize_tensor_helper for x of any float type (16-bit: widened exactly)."""
+    wide = F64 if x.dtype == F64 else F32
+    sc = F32(scale)
+    with np.errstate(all="ignore"):
+        inv = F32(1.0) / sc
+        xw = x.astype(wide)
+        qf = (wide(zp) + _round_even(xw * wide(inv))).astype(wide)      # zp + nearbyint(x * inv), in x's type
+        q64 = qf.astype(F64)
+        q = np.where(q64 >= qmin, q64, F64(qmin))                       # fmax(q, qmin) in double: NaN -> qmin
+        q = np.where(q <= qmax, q, F64(qmax))
+        out = ((q - zp).astype(F32) * sc).astype(F32)                   # int64 -> float, times the float scale
+        mask = (wide(qmin) <= qf) & (qf <= wide(qmax))                  # compared as floats
+    return out, mask
+
+
+def per_channel(x3, scale3, zp3, qmin: int, qmax: int, float_zp: bool):
+    """(output in float64, mask) of the per-channel kernels on [outer, C, inner] views."""
+    wide = F64 if x3.dtype == F64 else F32
+    with np.errstate(all="ignore"):
+        inv = (F32(1.0) / scale3.astype(F32)).astype(F32)
+        xw = x3.astype(wide)
+        if float_zp:
+            v = fused_multiply_add(xw, inv.astype(wide), zp3.astype(wide))   # zp + x * inv, one rounding
+            qf = _round_even(v.astype(F32).astype(F64))                      # lrintf: float first
+        else:
+            qf = (zp3.astype(wide) + _round_even(xw * inv.astype(wide))).astype(wide).astype(F64)
+        ok = np.abs(qf) < TWO_63                     # else x86 gives INT64_MIN (NaN, inf, overflow)
+        q = np.where(ok, np.minimum(np.maximum(np.where(ok, qf, 0.0), qmin), qmax), F64(qmin))
+        out = (q - zp3.astype(F64)) * scale3.astype(F64)
+        mask = ok & (qmin <= qf) & (qf <= qmax)
+    return out, mask
+
+
+def fused_multiply_add(a, b, c):
+    """a * b + c rounded once, in a's type (numerics.fma, no flushing: PyTorch keeps subnormals)."""
+    return fma(a, b, c, a.dtype)
+
+
+def _three_d(a, axis):
+    shape = a.shape
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    return a.reshape(outer, shape[axis], inner)
+
+
+def oracle(call):
+    v, a, arr = call.spec.variant, call.attrs, call.arrays
+    x = arr["input"]
+    wide = x.astype(F32) if dtypes.get(x.dtype).narrow else x
+    if v.per_channel:
+        axis = a["axis"]
+        out3, mask3 = per_channel(_three_d(wide, axis), arr["scale"].reshape(1, -1, 1),
+                                  arr["zero_point"].reshape(1, -1, 1), a["quant_min"], a["quant_max"],
+                                  a["zero_point_dtype"] != "int32")
+        out = out3.astype(F32).astype(x.dtype) if x.dtype != F64 else out3   # double -> float -> 16-bit
+        out, mask = out.reshape(x.shape), mask3.reshape(x.shape)
+    else:
+        out, mask = per_tensor(wide, arr["scale"][()], int(arr["zero_point"]), a["quant_min"], a["quant_max"])
+        out = out.astype(x.dtype)
+        if v.enabled and int(arr["fake_quant_enabled"]) == 0:
+            out, mask = x.copy(), np.ones(x.shape, bool)
+    return (out, mask) if v.mask else (out,)
+
+
+# -- checks, in PyTorch's words --------------------------------------------------------------------------
+
+
+def check(c, spec, arrays, attrs):
+    qmin, qmax = attrs["quant_min"], attrs["quant_max"]
+    x = arrays["input"]
+    if qmin > qmax:
+        c.fail(f"quant_min={qmin} must be less than or equal to quant_max={qmax}", "quant_min",
+               tf="`quant_min` should be less than or         equal to `quant_max`.")
+    for n, v in (("quant_min", qmin), ("quant_max", qmax)):
+        if abs(v) > QUANT_LIMIT:
+            c.fail(f"{n}={v} is beyond the quantisation ranges qdq_compiler computes exactly in float32; allowed: "
+                   f"-2^24 <= {n} <= 2^24", n)
+    if qmax - qmin > QUANT_LIMIT:
+        c.fail(f"quant_max - quant_min = {qmax - qmin} spans more levels than float32 holds exactly; allowed: at "
+               f"most 2^24 (a 24-bit range)", "quant_max")
+    scale, zp = arrays["scale"], arrays["zero_point"]
+    if spec.variant.per_channel:
+        axis = attrs["axis"]
+        if not 0 <= axis < x.ndim:
+            c.fail(f"axis={axis} is out of range for an input of rank {x.ndim}; allowed: 0..{x.ndim - 1}", "axis",
+                   tf="`axis` must be between 0 and number of dimensions of input")
+        if scale.ndim != 1 or zp.ndim != 1:
+            c.fail(f"scale and zero_point must be vectors (rank 1), got shapes {list(scale.shape)} and "
+                   f"{list(zp.shape)}", "scale", tf="scale should be a 1-D tensor")
+        if scale.shape != zp.shape:
+            c.fail(f"scale has {scale.size} elements but zero_point has {zp.size}; they must be equal", "zero_point",
+                   tf="scale and zero-point need to have the same dimensions")
+        if scale.size != x.shape[axis]:
+            c.fail(f"scale has {scale.size} elements; expected {x.shape[axis]} (dimension {axis} of input)",
+                   "scale", tf="dimensions of scale and zero-point are not consistent with input tensor")
+        zp_bad = (zp < qmin) | (zp > qmax)
+        if np.any(zp_bad):
+            c.fail(f"zero_point has values outside [quant_min, quant_max] = [{qmin}, {qmax}] "
+                   f"(first: {fmt_number(zp[np.argmax(zp_bad)])})", "zero_point",
+                   tf="`zero_point` must be between `quant_min` and `quant_max`.")
+    else:
+        if not qmin <= int(zp) <= qmax:
+            c.fail(f"zero_point={int(zp)} is outside [quant_min, quant_max] = [{qmin}, {qmax}]", "zero_point",
+                   tf="`zero_point` must be between `quant_min` and `quant_max`.")
+    _warn_scale(c, scale)
+
+
+def _warn_scale(c, scale):
+    """PyTorch takes any scale; a zero, negative, NaN or infinite one is almost certainly a mistake."""
+    s = np.asarray(scale, F64)
+    with np.errstate(invalid="ignore"):
+        bad = ~(s > 0) | ~np.isfinite(s)
+    if np.any(bad):
+        c.warn(f"scale has {int(bad.sum())} value(s) that are not positive and finite (first: "
+               f"{fmt_number(s.reshape(-1)[np.argmax(bad.reshape(-1))])}): PyTorch (and this op) then divide by it "
+               f"as given", "scale")
+
+
+def params(spec, attrs, dtype):
+    """quant_min and quant_max in the compute type (exact: |q| <= 2^24)."""
+    t = dtypes.get(dtypes.get(dtype).compute)
+    return [("qmin", t.mlir, t.np.type(attrs["quant_min"])), ("qmax", t.mlir, t.np.type(attrs["quant_max"]))]
+
+
+def _float_zp(spec, attrs):
+    return spec.variant.per_channel and attrs.get("zero_point_dtype", "int32") != "int32"
+
+
+def _fma(spec, attrs, dtype):
+    return _float_zp(spec, attrs)
+
+
+def needs(spec, attrs, dtype):
+    """A float zero point's double product, and a float64 input's float32 product (per-tensor) or lrintf
+    (float zero point), convert float64 to float32."""
+    narrows = _float_zp(spec, attrs) or (dtype == "float64" and not spec.variant.per_channel)
+    return ("narrows_float64",) if narrows else ()
+
+
+RULES = {"torch-cpu": Rules(oracle, "aten_fake_quant.mlir.j2", DTYPES, check=check, params=params,
+                            fused_multiply_add=_fma, needs=needs)}
+
+
+class AtenFakeQuant(Family):
+    name = "aten_fake_quant"
+    rules_by_semantics = RULES
+
+    def wrong_dtype_words(self, spec, input_name, dtype):
+        return f'"fake_quantize_tensor_cachemask_kernel_type_handling" not implemented for \'{dtype.name}\''
+
+    def mismatched_dtype_words(self, spec, index, got, want):
+        name = spec.inputs[index].name
+        if name == "scale":
+            return f"Scale must be Float or BFloat16, found {_torch_name(got.name)}"
+        if name == "zero_point":
+            return f"Zero-point must be Int32, Float or Half, found {_torch_name(got.name)}"
+        return None
+
+    def public_arguments(self, spec, kwargs):
+        """PyTorch's argument kinds as bind takes them: per-tensor qparams from Python numbers (``float scale``:
+        a double converted to float, as ATen's kernel takes it) or 1-element tensors (``.item()``); a per-channel
+        float16 zero point widened to float32 (exact: ATen's Half path computes in float);
+        fake_quant_enabled as 0 or 1."""
+        out = dict(kwargs)
+        if spec.variant.per_channel:
+            zp = out.get("zero_point")
+            if isinstance(zp, (np.ndarray, np.generic)):
+                name = dtypes.name_of(np.asarray(zp).dtype)
+                if name == "float16":
+                    out["zero_point"] = np.asarray(zp, F32)
+                elif name not in ZERO_POINT_DTYPES:
+                    raise QDQTypeError(f"zero_point has dtype {name}; allowed: int32, float32, float16",
+                                       op=spec.name, arg="zero_point", reference="PyTorch",
+                                       tf_message=f"Zero-point must be Int32, Float or Half, found {_torch_name(name)}")
+            return out
+        for name, kind in (("scale", F32), ("zero_point", np.int32), ("fake_quant_enabled", np.int32)):
+            if name in out:
+                out[name] = _item(spec, name, out[name], kind)
+        if "fake_quant_enabled" in out:
+            out["fake_quant_enabled"] = np.int32(out["fake_quant_enabled"] != 0)
+        return out
+
+    def channel_axis(self, spec, attrs, rank):
+        return attrs["axis"] if spec.variant.per_channel else None
+
+    def layout(self, spec, attrs):
+        return AXIS if spec.variant.per_channel else FLAT
+
+    def structural(self, spec):
+        return frozenset({"axis", "zero_point_dtype"}) & set(spec.attr_map)
+
+    def template_vars(self, spec, attrs):
+        v = spec.variant
+        return {"per_channel": v.per_channel, "mask": v.mask, "enabled": v.enabled,
+                "float_zp": attrs.get("zero_point_dtype", "int32") != "int32"}
+
+    def grid_step(self, call):
+        s = call.arrays["scale"].astype(F64)
+        return s.reshape([-1 if d == call.attrs["axis"] else 1 for d in range(call.data.ndim)]) \
+            if call.spec.variant.per_channel else s
+
+    def matrix_variants(self, spec):
+        if not spec.variant.per_channel:
+            return [{}]
+        return [{"axis": 1, "zero_point_dtype": z} for z in ZERO_POINT_DTYPES]
+
+    def random_calls(self, spec, attrs, x, rng, special):
+        calls = []
+        axis = attrs.get("axis", 0)
+        c = x.shape[axis] if spec.variant.per_channel else None
+        for qmin, qmax in ((-128, 127), (0, 255), (0, 1), (-8, 7), (-32768, 32767)):
+            xi = special(x.copy(), 0.05)
+            if c is None:
+                scale = F32(rng.uniform(0.005, 0.2))
+                zp = np.int32(rng.integers(qmin, qmax + 1))
+            else:
+                scale = rng.uniform(0.005, 0.2, c).astype(F32)
+                zp = rng.integers(qmin, qmax + 1, c).astype(np.int32)
+                if attrs.get("zero_point_dtype") == "float32":
+                    zp = (zp + rng.uniform(-0.49, 0.49, c)).clip(qmin, qmax).astype(F32)
+            kw = {"input": xi, "scale": scale, "zero_point": zp, "quant_min": qmin, "quant_max": qmax}
+            if spec.variant.enabled:
+                kw["fake_quant_enabled"] = np.int32(len(calls) != 2)
+            calls.append(kw)
+        return calls
+
+    def bench_kwargs(self, spec, attrs, shape, rng):
+        kw = self.random_calls(spec, attrs, np.zeros(shape, F32), rng, lambda a, s: a)[0]
+        kw["input"] = rng.standard_normal(shape, dtype=F32) * F32(2)
+        return kw
+
+
+_TORCH_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _torch_name(name: str) -> str:
+    return _TORCH_NAMES.get(name, name)
+
+
+def _item(spec, name: str, value, kind):
+    """A per-tensor qparam: a Python number, or a tensor of one element (PyTorch's ``.item()``), as ``kind``."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        a = np.asarray(value)
+        if a.size != 1:
+            raise QDQError(f"{name} must have one element (a per-tensor qparam), got shape {list(a.shape)}",
+                           op=spec.name, arg=name, reference="PyTorch",
+                           tf_message=f"a Tensor with {a.size} elements cannot be converted to Scalar")
+        value = a.reshape(()).item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if not (isinstance(value, (bool, np.bool_)) and name == "fake_quant_enabled"):
+            raise QDQTypeError(f"{name}={value!r} must be a number or a one-element array", op=spec.name, arg=name)
+    if kind is F32:
+        with np.errstate(over="ignore"):
+            return np.asarray(float(value), F32)        # a double converted to float, as ATen's kernels take it
+    v = int(value)                                       # .item().toInt(): a float truncates
+    if not -2 ** 31 <= v < 2 ** 31:
+        raise QDQError(f"{name}={v} does not fit in int32; allowed: -2^31..2^31-1", op=spec.name, arg=name)
+    return np.asarray(v, np.int32)
+
+
+FAMILY = AtenFakeQuant()
+
+_PER_TENSOR = (data("input"), scalar("scale", "scale", "float32", 0.1), scalar("zero_point", "zero_point", "int32", 0))
+_PER_CHANNEL = (data("input"), fixed("scale", "scale", "float32", RANGE, 0.1),
+                fixed("zero_point", "zero_point", "attr:zero_point_dtype", RANGE, 0))
+_ENABLED = scalar("fake_quant_enabled", "enabled", "int32", 1)
+_PT_ATTRS = (QUANT_MIN, QUANT_MAX)
+_PC_ATTRS = (AXIS_ATTR, QUANT_MIN, QUANT_MAX, ZP_DTYPE)
+_MASKED = (result("output"), result("mask", "bool"))
+
+
+def _spec(name, inputs, attrs, results, variant, doc):
+    signature = tuple(i.name for i in inputs) + tuple(a.name for a in attrs if a is not ZP_DTYPE)
+    if variant.per_channel:   # the schema's order: ..., axis, quant_min, quant_max
+        signature = ("input", "scale", "zero_point", "axis", "quant_min", "quant_max")
+    return OpSpec(name, FAMILY, inputs, attrs, results, DTYPES, doc, variant=variant, namespace="aten",
+                  signature=signature)
+
+
+SPECS = (
+    _spec("fake_quantize_per_tensor_affine", _PER_TENSOR, _PT_ATTRS, (result("output"),), Variant(),
+          "(clamp(zero_point + nearbyint(input * (1/scale))) - zero_point) * scale, one scale and zero point."),
+    _spec("fake_quantize_per_tensor_affine_cachemask", _PER_TENSOR, _PT_ATTRS, _MASKED, Variant(mask=True),
+          "fake_quantize_per_tensor_affine and the mask of the elements whose level was in range."),
+    _spec("_fake_quantize_per_tensor_affine_cachemask_tensor_qparams", _PER_TENSOR + (_ENABLED,), _PT_ATTRS, _MASKED,
+          Variant(mask=True, enabled=True),
+          "The cachemask op with tensor qparams; fake_quant_enabled == 0 returns the input and an all-True mask."),
+    _spec("fake_quantize_per_channel_affine", _PER_CHANNEL, _PC_ATTRS, (result("output"),), Variant(per_channel=True),
+          "Per-channel along any axis; an int32 zero point rounds before adding it, a float one after (one FMA)."),
+    _spec("fake_quantize_per_channel_affine_cachemask", _PER_CHANNEL, _PC_ATTRS, _MASKED,
+          Variant(per_channel=True, mask=True),
+          "fake_quantize_per_channel_affine and the mask of the elements whose level was in range."),
+)
