@@ -92,14 +92,20 @@ def _config(args):
 
 def cmd_ops(args):
     if args.json:
-        out = {name: {"family": s.family.name, "inputs": list(s.input_names), "outputs": list(s.outputs),
+        out = {name: {"namespace": s.namespace, "family": s.family.name, "inputs": list(s.input_names),
+                      "outputs": list(s.outputs),
                       "dtypes": {sem: list(s.family.rules(sem).dtypes) for sem in semantics.names() if s.family.answers(sem)},
                       "attrs": {a.name: {"type": a.kind.__name__, "default": a.default,
                                          **({"choices": list(a.choices)} if a.choices else {})} for a in s.attrs}}
                for name, s in ops.OPS.items()}
         print(json.dumps(out, indent=1))
         return 0
-    for name, s in ops.OPS.items():
+    shown = None
+    for name, s in sorted(ops.OPS.items(), key=lambda kv: list(semantics.FRAMEWORKS).index(kv[1].namespace)):
+        if s.namespace != shown:
+            shown = s.namespace
+            where = {"tf": "qdq_compiler.raw_ops", "aten": "qdq_compiler.aten"}.get(shown, shown)
+            print(f"# {semantics.framework(shown)} ({where}; semantics {', '.join(semantics.names(shown))})")
         attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.attrs)
         dts = "; ".join(f"{', '.join(s.family.rules(sem).dtypes)} ({sem})" for sem in semantics.names()
                         if s.family.answers(sem))
@@ -125,7 +131,7 @@ def cmd_compile(args):
 
 
 def cmd_run(args):
-    from . import raw_ops
+    from .opfuncs import run_compiled
     spec = ops.get(args.op)
     inputs = args.input or []
     if len(inputs) != len(spec.inputs):
@@ -133,7 +139,7 @@ def cmd_run(args):
                        f"got {len(inputs)} --input", arg="--input")
     kwargs = {**_attrs(args), **read_inputs(spec, inputs)}
     check_writable(args.output, "-o")
-    result = getattr(raw_ops, args.op)(**kwargs, target=args.target, semantics=args.semantics)
+    result = run_compiled(args.op, {**kwargs, "target": args.target, "semantics": args.semantics})
     outs = result if isinstance(result, tuple) else (result,)
     if args.output:
         note = " (bfloat16, which .npy stores as |V2: read it back with np.load(f).view(ml_dtypes.bfloat16))" \
@@ -282,10 +288,12 @@ def _op_args(p, target_default="cpu"):
 
 def _semantics_arg(p, many=False):
     names = ", ".join(semantics.names())
-    p.add_argument("--semantics", default=semantics.DEFAULT,
-                   help=(f"comma-separated, of {names} (default {semantics.DEFAULT}; both: tf-cpu,tf-xla)" if many
-                         else f"whose answer: {names} (default {semantics.DEFAULT}: TF's CPU kernels; tf-xla: "
-                              f"TF's XLA lowering, jit_compile=True)"))
+    defaults = ", ".join(f"{sem} for {semantics.framework(ns)}'s" for ns, sem in semantics.NAMESPACE_DEFAULTS.items())
+    p.add_argument("--semantics", default=None,
+                   help=(f"comma-separated, of {names} (default: each op namespace's own, {defaults}; TF's two "
+                         f"answers: tf-cpu,tf-xla)" if many
+                         else f"whose answer: {names} (default: the op's namespace's, {defaults}; tf-xla: TF's XLA "
+                              f"lowering, jit_compile=True)"))
 
 
 class _Parser(argparse.ArgumentParser):

@@ -93,8 +93,11 @@ def pair(names_: tuple[str, ...] | None = None) -> tuple[str, str]:
     return got
 
 
-def parse_list(text: str) -> tuple[str, ...]:
-    """'tf-cpu,tf-xla' (the CLI's spelling) as validated names, in the order given, without repeats."""
+def parse_list(text: str | None) -> tuple[str, ...]:
+    """'tf-cpu,tf-xla' (the CLI's spelling) as validated names, in the order given, without repeats; None: each
+    op namespace's default (tf-cpu, torch-cpu)."""
+    if text is None:
+        return tuple(NAMESPACE_DEFAULTS.values())
     out = []
     for part in str(text).split(","):
         name = get(part.strip()).name

@@ -191,7 +191,10 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
         if inp.dtype.startswith("attr:") and inp.dtype[5:] not in kwargs and inp.name in kwargs:
             given = kwargs[inp.name]
             if isinstance(given, (np.ndarray, np.generic)):
-                kwargs[inp.dtype[5:]] = dtypes.name_of(np.asarray(given).dtype)
+                named = kwargs[inp.dtype[5:]] = dtypes.name_of(np.asarray(given).dtype)
+                stored = dict(inp.stored_as).get(named)
+                if stored is not None:   # held in a wider type at the boundary (exact)
+                    kwargs[inp.name] = np.asarray(given).astype(stored)
     memo_key = _attrs_key(spec, kwargs, semantics)
     attrs = _ATTRS_SEEN.get(memo_key) if memo_key is not None else None
     if attrs is None:

@@ -25,6 +25,8 @@ OWN_WORDING_KINDS = {"abort", "NotFoundError"}
 def decode(entry: dict) -> np.ndarray:
     dt = entry["dtype"]
     vals = entry["values"]
+    if dt == "bool":   # aten's masks, written 0/1
+        return np.array(vals, np.bool_).reshape(entry["shape"])
     if dt in ("int32", "int64"):
         arr = np.array(vals, _DT[dt])
     else:

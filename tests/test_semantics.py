@@ -123,11 +123,13 @@ def test_each_family_answers_each_semantics_through_its_rules():
     """Semantics are rules registered per family (ops/rules.py), not names the families compare."""
     from qdq_compiler import ops, semantics
     for family in ops.FAMILIES:
-        # a family answers semantics of one op namespace (TF's raw ops here), not necessarily all of them
+        # a family answers semantics of one op namespace, not necessarily all of them, and none of another's
         namespaces = {semantics.get(name).namespace for name in family.rules_by_semantics}
         assert len(namespaces) == 1 and set(family.rules_by_semantics) <= set(semantics.names(*namespaces)), family.name
+        assert {s.namespace for s in ops.OPS.values() if s.family is family} == namespaces, family.name
+        foreign = next(n for n in semantics.names() if semantics.get(n).namespace not in namespaces)
         with pytest.raises(QDQError, match="has no rules"):
-            family.rules("torch-cpu")
+            family.rules(foreign)
     for path in sorted((Path(ops.__file__).parent).glob("*.py")):
         text = path.read_text()
         assert '== "tf-xla"' not in text and '!= "tf-xla"' not in text and 'semantics ==' not in text, path.name

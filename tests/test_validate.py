@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from qdq_compiler import semantics as SEM
 from qdq_compiler import cli, oracle, ops
 from qdq_compiler import dtypes as DT
 from qdq_compiler.jobs import validate as V
@@ -180,7 +181,8 @@ def test_cuda_compiles_one_configuration_of_every_kind():
     (compile-only here; all 230 ran exact on an H200, benchmarks/results/validate_cuda_h200.md)."""
     width = {"float16": "16-bit", "bfloat16": "16-bit"}
     groups, seen = {}, set()
-    for e in V.build_matrix(None, None, ("tf-cpu", "tf-xla")):
+    every = tuple(SEM.names())
+    for e in V.build_matrix(None, None, every):
         spec, a = ops.get(e.op), e.attr
         traits = {("static", e.static), ("reduces", spec.family.reduces(spec, a)), ("per-axis", a.get("axis", -1) != -1)}
         groups.setdefault((spec.family.name, width.get(e.dtype, e.dtype), e.semantics), []).append((e, traits))
@@ -190,7 +192,7 @@ def test_cuda_compiles_one_configuration_of_every_kind():
         e, traits = max(candidates, key=lambda c: len({(family, t) for t in c[1]} - seen))
         seen |= {(family, t) for t in traits}
         entries.append(e)
-    wanted = {(ops.get(e.op).family.name, t) for e in V.build_matrix(None, None, ("tf-cpu", "tf-xla"))
+    wanted = {(ops.get(e.op).family.name, t) for e in V.build_matrix(None, None, every)
               for t in [("static", e.static), ("reduces", ops.get(e.op).family.reduces(ops.get(e.op), e.attr)),
                         ("per-axis", e.attr.get("axis", -1) != -1)]}
     assert seen == wanted, sorted(wanted - seen)

@@ -41,6 +41,8 @@ class Input:
     shape: str = DATA             # DATA, RANGE or SCALAR
     example: float | int | None = None   # a valid value where one is needed before any call exists (a
     #   configuration's stand-in arrays, the benchmark's parameters): RANGE and SCALAR operands
+    stored_as: tuple[tuple[str, str], ...] = ()   # "attr:" dtypes held at the boundary in another, exactly (a
+    #   float16 zero point as float32: widened by bind; the attribute still names float16, its own program)
 
     @property
     def layout(self) -> str:
@@ -56,7 +58,8 @@ class Input:
         if self.dtype == "T":
             return element
         if self.dtype.startswith("attr:"):
-            return attrs[self.dtype[5:]]
+            named = attrs[self.dtype[5:]]
+            return dict(self.stored_as).get(named, named)
         return self.dtype
 
 
@@ -75,10 +78,10 @@ def scalar(name: str, role: str, dtype: str, example) -> Input:
     return Input(name, role, dtype, SCALAR, example)
 
 
-def fixed(name: str, role: str, dtype: str, shape: str = DATA, example=None) -> Input:
+def fixed(name: str, role: str, dtype: str, shape: str = DATA, example=None, stored_as=()) -> Input:
     """An operand of a fixed dtype (or one an attribute names, "attr:<name>") that does not follow T: aten's
     mask (bool, the data's shape), its per-channel scale (float32 [C]) and zero point."""
-    return Input(name, role, dtype, shape, example)
+    return Input(name, role, dtype, shape, example, tuple(stored_as))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The NumPy reference: TF 2.21's CPU kernels reproduced bit for bit (spec, with the project policy).
 
-``qdq_compiler.oracle.raw_ops.<OpName>(**kwargs)`` mirrors ``tf.raw_ops.<OpName>``;
+``qdq_compiler.oracle.raw_ops.<OpName>(**kwargs)`` mirrors ``tf.raw_ops.<OpName>``,
+``qdq_compiler.oracle.aten.<op>(...)`` ``torch.ops.aten.<op>`` (PyTorch 2.13's CPU kernels);
 ``compute(call)`` runs an already validated ``Call``. The arithmetic of each op lives with its family
 (``qdq_compiler/ops/``); this package is the entry point.
 """
@@ -17,6 +18,6 @@ def compute(call: Call) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(o, call.result_dtype(i)) for i, o in enumerate(outs))
 
 
-from . import raw_ops  # noqa: E402  (the public namespace, built from the registry)
+from . import aten, raw_ops  # noqa: E402  (the public namespaces, built from the registry)
 
-__all__ = ["compute", "raw_ops"]
+__all__ = ["compute", "raw_ops", "aten"]

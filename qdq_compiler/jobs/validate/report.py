@@ -12,6 +12,7 @@ from dataclasses import asdict
 from xml.sax.saxutils import escape, quoteattr
 
 from .. import diverge
+from ... import semantics as SEM
 from .cells import Cell
 from .coverage import attribute_values
 
@@ -25,7 +26,8 @@ def _rows(cells: list[Cell]) -> dict[str, dict[str, Cell]]:
 
 LEGEND = ("A configuration is Op[structural attributes]:dtype:shape@semantics: 'dynamic' is one artifact for "
           "every size, 'static' one compiled for the exact shape; no suffix is tf-cpu (TF's CPU kernels), "
-          "@tf-xla TF's XLA answer. A cell is 'exact' (every bit as the oracle), 'ulp N' (the largest distance "
+          + "; ".join(f"@{s.name} {s.reference}" for s in SEM.SEMANTICS.values() if s.name != SEM.DEFAULT)
+          + ". A cell is 'exact' (every bit as the oracle), 'ulp N' (the largest distance "
           "in units in the last place; 4611686018427387904 = 2^62 means NaN in one answer only), 'ERROR', "
           "'compiled' (no device here) or 'skipped'. A progress line's '(?x? view, long-rows)' is the canonical "
           "view of the data a call runs in, and the target's tuning for it: an artifact of its own.")

@@ -1,0 +1,159 @@
+"""PyTorch's fake quantization (``qdq_compiler.aten``, semantics torch-cpu): the oracle and the compiled targets
+against PyTorch 2.13's own answers (qdq_compiler/goldens/aten/, written by tools/goldens/aten_torch.py), bit for
+bit, masks included; and the namespace called the way ``torch.ops.aten`` is."""
+from __future__ import annotations
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import qdq_compiler as q
+from qdq_compiler import QDQError, QDQTypeError, goldens, ops
+from qdq_compiler.numerics import bit_equal
+
+from checks import failures_of
+from goldens import decode
+from targets_util import RUN_TARGETS, require
+
+ATEN_OPS = sorted(n for n, s in ops.OPS.items() if s.namespace == "aten")
+F32 = np.float32
+
+
+def _cases(op):
+    return goldens.load(op, "torch-cpu")["cases"]
+
+
+def _kwargs(case):
+    kw = {k: decode(v) for k, v in case["inputs"].items()}
+    kw.update(case["attrs"])
+    return kw
+
+
+def _check(fn, case):
+    """One golden case through ``fn``: PyTorch's outputs bit for bit, or its error with its words."""
+    kw = _kwargs(case)
+    if "error" in case["expect"]:
+        with pytest.raises(QDQError) as info:
+            fn(**kw)
+        words = " ".join(case["expect"]["error"]["message"].split())
+        assert words in " ".join(str(info.value).split()), str(info.value)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fn(**kw)
+    outs = result if isinstance(result, tuple) else (result,)
+    expected = case["expect"]["outputs"]
+    assert len(outs) == len(expected)
+    for name, got in zip(expected, outs):
+        want = decode(expected[name])
+        assert bit_equal(got, want), f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
+
+
+def test_every_aten_op_has_pytorch_goldens():
+    assert set(goldens.ops("torch-cpu")) == set(ATEN_OPS)
+    for op in ATEN_OPS:
+        data = goldens.load(op, "torch-cpu")
+        assert data["torch_version"].startswith("2.13") and data["cpu_capability"] == "AVX2"
+        assert len(data["cases"]) >= 8
+
+
+@pytest.mark.parametrize("op", ATEN_OPS)
+def test_oracle_matches_pytorch(op):
+    fn = getattr(q.oracle.aten, op)
+    cases = _cases(op)
+    failures = failures_of(cases, lambda c: _check(fn, c))
+    assert not failures, f"{len(failures)} of {len(cases)} differ from PyTorch:\n" + "\n".join(failures[:20])
+
+
+def _needs_gap(op, case, target):
+    """Whether the case's program is a reported gap of ``target`` (Rules.needs: vmvx cannot narrow float64)."""
+    from qdq_compiler import execute, targets
+    from qdq_compiler.validation import bind
+    spec = ops.get(op)
+    kw = spec.family.public_arguments(spec, _kwargs(case))
+    call = bind(op, kw)
+    return bool(execute.program_gap(targets.get(target), spec, call.attrs, call.dtype_name, call.semantics))
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+@pytest.mark.parametrize("op", ATEN_OPS)
+def test_compiled_matches_pytorch(op, target):
+    require(target)
+    fn = getattr(q.aten, op)
+    cases = [c for c in _cases(op) if "outputs" in c["expect"]]
+    gaps = [c for c in cases if _needs_gap(op, c, target)]
+    run = [c for c in cases if c not in gaps]
+    failures = failures_of(run, lambda c: _check(lambda **kw: fn(**kw, target=target), c))
+    assert not failures, f"{len(failures)} of {len(run)} differ on {target}:\n" + "\n".join(failures[:20])
+    for c in gaps[:2]:   # a gap is a clear error naming the target, before anything is compiled
+        with pytest.raises(QDQError, match="converts float64 to a narrower type") as info:
+            fn(**_kwargs(c), target=target)
+        assert info.value.arg == "target"
+    assert (target == "vmvx") == bool(gaps) or op.endswith("backward") or "per_channel" in op
+    assert len(run) >= 8
+
+
+X = np.array([-1.26, -0.35, -0.05, 0.0, 0.05, 0.15, 0.25, 1.3, np.nan, np.inf], F32)
+
+
+def test_called_as_torch_ops_aten_is():
+    """Positionally in the schema's order, or with torch's keyword names (``input`` where the schema says
+    ``self``); the per-tensor qparams as Python numbers or as one-element tensors (both overloads)."""
+    a = q.aten.fake_quantize_per_tensor_affine(X, 0.1, 3, -128, 127)
+    b = q.aten.fake_quantize_per_tensor_affine(input=X, scale=0.1, zero_point=3, quant_min=-128, quant_max=127)
+    c = q.aten.fake_quantize_per_tensor_affine(X, np.array([0.1], F32), np.array([3], np.int32), -128, 127)
+    d = q.aten.fake_quantize_per_tensor_affine(X, np.float64(0.1), np.int64(3), -128, 127, target="oracle")
+    assert all(bit_equal(a, o) for o in (b, c, d))
+    assert bit_equal(a, q.oracle.aten.fake_quantize_per_tensor_affine(X, 0.1, 3, -128, 127))
+    # -0.35 * (1/0.1) is the tie -3.5, to even: -4; NaN takes quant_min's value, +inf quant_max's (per-tensor)
+    assert a[1] == F32(-4 - 0) * F32(0.1) and a[-2] == F32(-128 - 3) * F32(0.1) and a[-1] == F32(127 - 3) * F32(0.1)
+
+
+def test_cachemask_ops_return_output_and_a_bool_mask():
+    r = q.aten.fake_quantize_per_tensor_affine_cachemask(X, 0.1, 3, -8, 7)
+    assert r._fields == ("output", "mask") and r.mask.dtype == np.bool_ and r.output.dtype == F32
+    assert r.mask.tolist() == [False, True, True, True, True, True, True, False, False, False]
+    g = np.arange(1, 11, dtype=F32) * -1
+    back = q.aten.fake_quantize_per_tensor_affine_cachemask_backward(g, r.mask)
+    assert bit_equal(back, np.where(r.mask, g, g * F32(0)))   # grad * 0: -0 where masked out
+    off = q.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(X, np.array([0.1], F32), np.array([3]),
+                                                                          np.array([0]), -8, 7)
+    assert bit_equal(off.output, X) and off.mask.all()
+
+
+def test_a_0d_input_gives_pytorch_shapes():
+    """PyTorch answers a 0-d input with [1]-shaped results, a 0-d bfloat16 one with 0-d results (measured)."""
+    r = q.aten.fake_quantize_per_tensor_affine_cachemask(np.array(0.35, F32), 0.1, 0, -128, 127)
+    assert r.output.shape == r.mask.shape == (1,)
+    bf = q.aten.fake_quantize_per_tensor_affine(np.array(0.35, ml_dtypes.bfloat16), 0.1, 0, -128, 127)
+    assert bf.shape == () and bf.dtype == ml_dtypes.bfloat16
+
+
+def test_per_channel_on_any_axis_with_int_float_and_half_zero_points():
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 4, 5)) * 3).astype(F32)
+    for axis in range(3):
+        c = x.shape[axis]
+        scale = rng.uniform(0.05, 0.3, c).astype(F32)
+        for zp in (rng.integers(-3, 4, c).astype(np.int32), rng.uniform(-3, 3, c).astype(F32),
+                   rng.uniform(-3, 3, c).astype(np.float16)):
+            want = q.oracle.aten.fake_quantize_per_channel_affine(x, scale, zp, axis, -8, 7)
+            got = q.aten.fake_quantize_per_channel_affine(x, scale, zp, axis, -8, 7)
+            assert bit_equal(got, want) and got.shape == x.shape, (axis, zp.dtype)
+
+
+def test_vmvx_gap_is_refused_before_compiling():
+    with pytest.raises(QDQError, match="targets that can: cpu") as info:
+        q.aten.fake_quantize_per_tensor_affine(X.astype(np.float64), 0.1, 0, -128, 127, target="vmvx")
+    assert info.value.arg == "target" and "vmvx" in str(info.value)
+
+
+def test_argument_lists_are_checked_like_torch():
+    with pytest.raises(QDQTypeError, match="missing a required argument: 'quant_max'"):
+        q.aten.fake_quantize_per_tensor_affine(X, 0.1, 0, -128)
+    with pytest.raises(QDQTypeError, match="too many positional arguments"):
+        q.aten.fake_quantize_per_tensor_affine_cachemask_backward(X, X > 0, 1)
+    with pytest.raises(QDQTypeError, match="missing a required argument: 'input'.*arguments are: input, scale"):
+        q.aten.fake_quantize_per_tensor_affine(self=X, scale=0.1, zero_point=0, quant_min=0, quant_max=1)

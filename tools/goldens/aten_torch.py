@@ -1,0 +1,223 @@
+"""Golden vectors of PyTorch's CPU fake-quant kernels (semantics torch-cpu): qdq_compiler/goldens/aten/<op>.json.
+
+Run in a virtualenv with PyTorch (a reference framework is a tool for making test data, never a dependency):
+
+    python3 -m venv /work/torchvenv && /work/torchvenv/bin/pip install torch==2.13.0 numpy ml_dtypes
+    /work/torchvenv/bin/python -m tools.goldens.aten_torch [--out DIR]     # about 10 s on 2 cores
+
+Same file format as the TF sets (fmt.py; {"op", "torch_version", "cases"}), plus the "bool" dtype (masks,
+values 0/1). Fixed seeds: byte-identical from run to run on the same machine. The inputs aim at the kernels'
+decisions: ties of x * (1/scale) and their float neighbours, the ends of the quant range, NaN, infinities, ±0,
+subnormals, values whose level overflows int64, empty and 0-d tensors, every axis, 1- to 16-bit ranges, int,
+float and half zero points, and one large tensor per op and dtype. Each case is run through
+``torch.ops.aten.<op>`` positionally, the per-tensor default overload with Python numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import torch
+
+from .fmt import enc_array, write_file
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "..", "qdq_compiler", "goldens", "aten")
+TORCH_DT = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+            "int32": torch.int32}
+NP_DT = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
+         "int32": np.int32}
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+RANGES = ((0, 1), (-1, 0), (-8, 7), (0, 15), (-128, 127), (0, 255), (-32768, 32767), (0, 65535))
+
+
+def to_torch(a: np.ndarray, dt: str) -> torch.Tensor:
+    if dt == "bfloat16":
+        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy().astype(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def enc(dt: str, a: np.ndarray) -> dict:
+    if dt == "bool":
+        return {"dtype": "bool", "shape": [int(d) for d in a.shape], "values": [int(v) for v in a.ravel()]}
+    return enc_array(dt, a)
+
+
+def aimed(rng, scale: float, zp: float, qmin: int, qmax: int, n: int, dt: str) -> np.ndarray:
+    """Values whose x * (1/scale) lands on ties, next to them, at the range's ends, and specials."""
+    k = rng.integers(qmin - zp - 3, qmax - zp + 3, n).astype(np.float64)
+    v = ((k + 0.5) * scale).astype(np.float32)
+    nudge = rng.integers(-1, 2, n)
+    v = np.where(nudge > 0, np.nextafter(v, np.float32(np.inf)), np.where(nudge < 0, np.nextafter(v, -np.float32(np.inf)), v))
+    specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-45, 1e-40, -3e-39, 1e30, -1e30, 3e38,
+                         (qmin - zp) * scale, (qmax - zp) * scale, -0.5 * scale, 0.5 * scale], np.float32)
+    out = np.concatenate([v, specials, (rng.standard_normal(n) * scale * (qmax - qmin + 1) / 4).astype(np.float32)])
+    with np.errstate(over="ignore"):
+        return out.astype(NP_DT[dt])
+
+
+def run(op: str, args):
+    fn = getattr(torch.ops.aten, op)
+    try:
+        out = fn(*args)
+    except Exception as e:  # noqa: BLE001  (an error case: its kind and words)
+        return {"error": {"kind": type(e).__name__, "message": str(e).splitlines()[0]}}
+    return out if isinstance(out, tuple) else (out,)
+
+
+OUTPUTS = {"fake_quantize_per_tensor_affine": ("output",), "fake_quantize_per_channel_affine": ("output",),
+           "fake_quantize_per_tensor_affine_cachemask": ("output", "mask"),
+           "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": ("output", "mask"),
+           "fake_quantize_per_channel_affine_cachemask": ("output", "mask"),
+           "fake_quantize_per_tensor_affine_cachemask_backward": ("output",),
+           "fake_quantize_per_channel_affine_cachemask_backward": ("output",)}
+
+
+def case(cases, op, cid, inputs: dict, attrs: dict, args, tags, note=""):
+    """Run one case and record it: ``inputs`` name -> (dtype label, array); ``args`` the positional call."""
+    res = run(op, args)
+    if isinstance(res, dict):
+        expect = res
+    else:
+        expect = {"outputs": {}}
+        for name, t in zip(OUTPUTS[op], res):
+            a = to_numpy(t)
+            expect["outputs"][name] = enc("bool" if a.dtype == np.bool_ else str(inputs[next(iter(inputs))][0]), a)
+    cases.append({"id": cid, "op": op, "attrs": attrs,
+                  "inputs": {k: enc(dt, a) for k, (dt, a) in inputs.items()},
+                  "expect": expect, "tags": tags, "note": note})
+
+
+def per_tensor_cases(op: str, rng) -> list:
+    cases = []
+    enabled_op = op.endswith("tensor_qparams")
+    for dt in FLOATS:
+        for i, (qmin, qmax) in enumerate(RANGES):
+            scale = [0.1, 0.0625, float(rng.uniform(0.001, 0.5)), 3.0][i % 4]
+            zp = int(rng.integers(qmin, qmax + 1)) if i % 3 else (qmin + qmax + 1) // 2
+            x = aimed(rng, scale, zp, qmin, qmax, 24, dt)
+            ins = {"input": (dt, x), "scale": ("float32", np.float32(scale)), "zero_point": ("int32", np.int32(zp))}
+            tx = to_torch(x, dt)
+            for on in ((1, 0) if enabled_op else (None,)):
+                if enabled_op:
+                    args = (tx, torch.tensor([scale], dtype=torch.float32), torch.tensor([zp], dtype=torch.int32),
+                            torch.tensor([on]), qmin, qmax)
+                    case(cases, op, f"{dt}-{qmin}-{qmax}-on{on}", {**ins, "fake_quant_enabled": ("int32", np.int32(on))},
+                         {"quant_min": qmin, "quant_max": qmax}, args, ["aimed", dt])
+                else:
+                    case(cases, op, f"{dt}-{qmin}-{qmax}", ins, {"quant_min": qmin, "quant_max": qmax},
+                         (tx, scale, zp, qmin, qmax), ["aimed", dt])
+        # shapes: empty, 0-d, rank 3, large
+        for tag, x in (("empty", np.zeros((0, 3), np.float32)), ("scalar", np.array(0.35, np.float32)),
+                       ("rank3", (rng.standard_normal((2, 3, 5)) * 4).astype(np.float32)),
+                       ("large", (rng.standard_normal(1024) * 8).astype(np.float32))):
+            x = x.astype(NP_DT[dt])
+            ins = {"input": (dt, x), "scale": ("float32", np.float32(0.05)), "zero_point": ("int32", np.int32(-3))}
+            tx = to_torch(x, dt)
+            if enabled_op:
+                args = (tx, torch.tensor([0.05], dtype=torch.float32), torch.tensor([-3], dtype=torch.int32),
+                        torch.tensor([1]), -128, 127)
+                ins["fake_quant_enabled"] = ("int32", np.int32(1))
+            else:
+                args = (tx, 0.05, -3, -128, 127)
+            case(cases, op, f"{dt}-{tag}", ins, {"quant_min": -128, "quant_max": 127}, args, [tag, dt])
+    # errors, in PyTorch's words
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    for cid, (qmin, qmax, zp) in (("err-range", (5, 2, 3)), ("err-zp", (0, 255, 300))):
+        ins = {"input": ("float32", x), "scale": ("float32", np.float32(0.1)), "zero_point": ("int32", np.int32(zp))}
+        args = (torch.from_numpy(x), 0.1, zp, qmin, qmax)
+        if enabled_op:
+            ins["fake_quant_enabled"] = ("int32", np.int32(1))
+            args = (torch.from_numpy(x), torch.tensor([0.1]), torch.tensor([zp], dtype=torch.int32), torch.tensor([1]),
+                    qmin, qmax)
+        case(cases, op, cid, ins, {"quant_min": qmin, "quant_max": qmax}, args, ["error"])
+    return cases
+
+
+def per_channel_cases(op: str, rng) -> list:
+    cases = []
+    for dt in FLOATS:
+        for zdt in ("int32", "float32", "float16"):
+            for axis in (0, 1, 2):
+                qmin, qmax = RANGES[(axis + len(cases)) % len(RANGES)]
+                shape = [3, 4, 5]
+                c = shape[axis]
+                scale = rng.uniform(0.01, 0.3, c).astype(np.float32)
+                zp = rng.integers(qmin, qmax + 1, c)
+                if zdt != "int32":
+                    zp = np.clip(zp + rng.uniform(-0.5, 0.5, c), qmin, qmax)
+                zp = zp.astype(NP_DT[zdt])
+                x = np.empty(shape, np.float32)
+                moved = np.moveaxis(x, axis, 0)
+                for ch in range(c):
+                    moved[ch] = aimed(rng, float(scale[ch]), float(zp[ch]), qmin, qmax, 20, "float32")[:moved[ch].size] \
+                        .reshape(moved[ch].shape)
+                x = x.astype(NP_DT[dt])
+                ins = {"input": (dt, x), "scale": ("float32", scale), "zero_point": (zdt, zp)}
+                args = (to_torch(x, dt), torch.from_numpy(scale), torch.from_numpy(zp), axis, qmin, qmax)
+                case(cases, op, f"{dt}-zp{zdt}-axis{axis}", ins, {"axis": axis, "quant_min": qmin, "quant_max": qmax},
+                     args, ["aimed", dt, zdt])
+        big = (rng.standard_normal((64, 33)) * 6).astype(np.float32).astype(NP_DT[dt])
+        scale = rng.uniform(0.02, 0.2, 33).astype(np.float32)
+        zp = rng.integers(-20, 20, 33).astype(np.int32)
+        ins = {"input": (dt, big), "scale": ("float32", scale), "zero_point": ("int32", zp)}
+        case(cases, op, f"{dt}-large", ins, {"axis": 1, "quant_min": -128, "quant_max": 127},
+             (to_torch(big, dt), torch.from_numpy(scale), torch.from_numpy(zp), 1, -128, 127), ["large", dt])
+    x = np.zeros((2, 3), np.float32)
+    for cid, (axis, qmin, qmax, n) in (("err-axis", (2, -128, 127, 3)), ("err-len", (1, -128, 127, 2)),
+                                       ("err-range", (1, 5, 2, 3))):
+        scale, zp = np.full(n, 0.1, np.float32), np.full(n, 3, np.int32)
+        ins = {"input": ("float32", x), "scale": ("float32", scale), "zero_point": ("int32", zp)}
+        case(cases, op, cid, ins, {"axis": axis, "quant_min": qmin, "quant_max": qmax},
+             (torch.from_numpy(x), torch.from_numpy(scale), torch.from_numpy(zp), axis, qmin, qmax), ["error"])
+    return cases
+
+
+def backward_cases(op: str, rng) -> list:
+    cases = []
+    for dt in FLOATS:
+        specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, -1e-45, 1e-40, -2.5], np.float32)
+        g = np.concatenate([(rng.standard_normal(40) * 3).astype(np.float32), specials, specials]).astype(NP_DT[dt])
+        mask = rng.random(g.size) < 0.6
+        mask[-16:-8], mask[-8:] = False, True   # the specials dropped, then kept (a kept subnormal stays)
+        case(cases, op, f"{dt}-mixed", {"grad": (dt, g), "mask": ("bool", mask)}, {},
+             (to_torch(g, dt), torch.from_numpy(mask)), ["specials", dt])
+        e = np.zeros((0,), NP_DT[dt])
+        case(cases, op, f"{dt}-empty", {"grad": (dt, e), "mask": ("bool", np.zeros((0,), bool))}, {},
+             (to_torch(e, dt), torch.from_numpy(np.zeros((0,), bool))), ["empty", dt])
+    return cases
+
+
+GENERATORS = {"fake_quantize_per_tensor_affine": per_tensor_cases,
+              "fake_quantize_per_tensor_affine_cachemask": per_tensor_cases,
+              "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": per_tensor_cases,
+              "fake_quantize_per_channel_affine": per_channel_cases,
+              "fake_quantize_per_channel_affine_cachemask": per_channel_cases,
+              "fake_quantize_per_tensor_affine_cachemask_backward": backward_cases,
+              "fake_quantize_per_channel_affine_cachemask_backward": backward_cases}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=OUT)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
+    for i, (op, gen) in enumerate(GENERATORS.items()):
+        cases = gen(op, np.random.default_rng(1000 + i))
+        header = {"op": op, "torch_version": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+        size = write_file(os.path.join(args.out, f"{op}.json"), header, cases)
+        print(f"{op}: {len(cases)} cases, {size // 1024} KiB", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
