@@ -3,7 +3,8 @@
 
 Each test compiles one op configuration with `qdqc compile` (through the artifact cache, QDQ_CACHE_DIR)
 and runs it with IREE's own `iree-run-module --expected_output=...`; the expected values are computed
-here, once, by `qdq_compiler.oracle.raw_ops` (TF 2.21's CPU bits) and pasted into the RUN lines. The
+here, once, by `qdq_compiler.oracle.raw_ops` (TF 2.21's CPU bits) or `qdq_compiler.oracle.aten` (PyTorch 2.13's)
+and pasted into the RUN lines. The
 comparison is `--equality_mode=exact` (byte equality: the sign of a zero counts, so vmvx's roundeven
 sign restore and the explicit FTZ on Vulkan are checked too), except for cases whose expected output
 holds a NaN: those compare in approximate mode with zero tolerances (NaN == NaN, but -0 == 0).
@@ -25,7 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from qdq_compiler import ops as R
+from qdq_compiler.oracle import aten as oracle_aten
 from qdq_compiler.oracle import raw_ops as oracle
+
+ORACLES = {"tf": oracle, "aten": oracle_aten}   # each op namespace's oracle functions
 
 E2E_DIR = Path(__file__).resolve().parent.parent / "e2e"
 TARGETS = ("cpu", "vmvx", "vulkan")
@@ -132,6 +136,54 @@ CASES: dict[str, list[Case]] = {
              {}, {"inputs": np.array([[-2, -1, 0.5], [0.3, 1.7, 0.25], [1, 5, -0.1]], F32),
                   "min": a32(-1, -2, 0), "max": a32(1, 2, 0)}, "?x?", vulkan_shape="3x3"),
     ],
+    # PyTorch's aten ops (semantics torch-cpu): oracle.aten's answers, PyTorch 2.13's bits.
+    "fake_quantize_per_tensor_affine": [
+        Case("ties_nan_inf", "scale 0.25, zero point 3, [-8, 7]: nearbyint ties to even before adding the zero "
+             "point; NaN takes quant_min's value, +inf quant_max's (the clamp in floating point)",
+             {"quant_min": -8, "quant_max": 7},
+             {"input": a32(-2.5, -0.375, -0.125, -0.0, 0.125, 0.375, 0.625, 1.1, 9, np.nan, np.inf, -np.inf),
+              "scale": F32(0.25), "zero_point": np.array(3, np.int32)}, "?"),
+    ],
+    "fake_quantize_per_tensor_affine_cachemask": [
+        Case("mask_i8", "the bool mask (i8 at the boundary): the level zp + nearbyint(x / scale) inside [0, 15]",
+             {"quant_min": 0, "quant_max": 15},
+             {"input": a32(-1, -0.55, -0.45, 0, 1.2, 1.55, 1.65, 3, np.nan),
+              "scale": F32(0.1), "zero_point": np.array(5, np.int32)}, "?"),
+    ],
+    "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": [
+        Case("disabled", "fake_quant_enabled = 0: the input itself and a mask of ones",
+             {"quant_min": -128, "quant_max": 127},
+             {"input": a32(-3.3, -0.0, 0.04, 7.77), "scale": F32(0.5), "zero_point": np.array(1, np.int32),
+              "fake_quant_enabled": np.array(0, np.int32)}, "?"),
+    ],
+    "fake_quantize_per_tensor_affine_cachemask_backward": [
+        Case("select_and_times_zero", "grad where the mask is set (a subnormal kept: no multiply, no flush), "
+             "grad * 0 where it is not (-6 * 0 = -0)",
+             {}, {"grad": a32(1, SUB, -6, 2.5, -SUB), "mask": np.array([1, 1, 0, 0, 0], np.bool_)}, "?"),
+    ],
+    "fake_quantize_per_channel_affine": [
+        Case("int_zero_points", "axis 1 of 2x3x2, int32 zero points: NaN and inf become INT64_MIN, so quant_min's value",
+             {"axis": 1, "quant_min": -8, "quant_max": 7},
+             {"input": np.array([[[-1, 0.3], [np.inf, -4], [0.1, 0.25]], [[np.nan, -0.05], [1, 3], [-0.05, 9]]], F32),
+              "scale": a32(0.1, 0.5, 0.25), "zero_point": np.array([0, 2, -3], np.int32)}, "?x?x?",
+             vulkan_shape="2x3x2"),
+        Case("float_zero_point_fma", "float32 zero points: lrintf(fma(x, 1/scale, zp)), which the unfused "
+             "x * inv + zp rounds to the other integer here; a -0 level is +0 (lavapipe folds -0 + 0)",
+             {"axis": 1, "quant_min": -128, "quant_max": 127, "zero_point_dtype": "float32"},
+             {"input": np.array([[-19.644527, -2.857219, -0.01]], F32),
+              "scale": a32(0.47483823, 0.23221396, 0.3), "zero_point": a32(-1.1290113, -2.1957498, 0.0)}, "?x?",
+             vulkan_shape="1x3", targets=("cpu", "vulkan")),   # vmvx: a reported gap (no f64 -> f32)
+    ],
+    "fake_quantize_per_channel_affine_cachemask": [
+        Case("mask", "per-channel mask along axis 0 of 3x2, int32 zero points",
+             {"axis": 0, "quant_min": 0, "quant_max": 3},
+             {"input": np.array([[-0.3, 0.35], [0.2, 2.0], [1.0, -1.0]], F32),
+              "scale": a32(0.1, 0.5, 1.0), "zero_point": np.array([1, 0, 2], np.int32)}, "?x?", vulkan_shape="3x2"),
+    ],
+    "fake_quantize_per_channel_affine_cachemask_backward": [
+        Case("select_and_times_zero", "the per-channel op's backward: the same grad * mask",
+             {}, {"grad": a32(-1, SUB, 3, -SUB), "mask": np.array([0, 1, 1, 0], np.bool_)}, "?"),
+    ],
     "FakeQuantWithMinMaxVarsPerChannelGradient": [
         Case("per_channel_sums", "per-channel mask and below/above sums over the leading dims; a subnormal "
              "gradient is flushed inside a range, copied unflushed in a min == max == 0 channel",
@@ -172,7 +224,9 @@ def fmt(v) -> str:
 
 def iree_value(a: np.ndarray) -> str:
     a = np.asarray(a)
-    etype = {np.dtype(F32): "f32", np.dtype(F64): "f64", np.dtype(np.int32): "i32"}[a.dtype]
+    if a.dtype == np.bool_:   # a bool crosses the boundary as i8, 0 or 1
+        a = a.astype(np.int8)
+    etype = {np.dtype(F32): "f32", np.dtype(F64): "f64", np.dtype(np.int32): "i32", np.dtype(np.int8): "i8"}[a.dtype]
     dims = "".join(f"{d}x" for d in a.shape)
     vals = " ".join(str(int(x)) if a.dtype.kind == "i" else fmt(x) for x in a.reshape(-1))
     return f"{dims}{etype}={vals}"
@@ -191,7 +245,8 @@ def attr_args(attrs: dict) -> str:
 def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     spec = R.get(op)
     inputs = case.inputs
-    result = getattr(oracle, op)(**inputs, **case.attrs)
+    public = {k: v for k, v in case.attrs.items() if spec.namespace == "tf" or k in spec.signature}
+    result = getattr(ORACLES[spec.namespace], op)(**inputs, **public)
     outs = result if isinstance(result, tuple) else (result,)
     shape = case.vulkan_shape if (target == "vulkan" and case.vulkan_shape) else case.shape
     vmfb = f"%t.{case.name}.vmfb"
@@ -216,7 +271,7 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
 
 def render(op: str, target: str) -> str:
     header = [
-        "# GENERATED by lit_tests/tools/gen_e2e.py from the oracle (qdq_compiler.oracle.raw_ops); edit CASES there,",
+        f"# GENERATED by lit_tests/tools/gen_e2e.py from the oracle ({ORACLES[R.get(op).namespace].__name__}); edit CASES there,",
         "# then run it to rewrite this file (e2e/oracle_sync.test fails while a file is stale).",
         f"# {op} on `{target}`: compiled with `qdqc compile` (baked attributes), run by iree-run-module, every",
         "# output compared with the oracle byte for byte (--equality_mode=exact: the sign of zero counts;",
@@ -246,6 +301,11 @@ QUIRK_TARGETS = {
     "FakeQuantWithMinMaxVarsGradient": TARGETS,
     # a subnormal gradient flushed where the target keeps denormals (keeps_denormals: Vulkan).
     "FakeQuantWithMinMaxVarsPerChannelGradient": ("cpu", "vulkan"),
+    # a kept subnormal gradient: a multiply by 1 would flush it on cpu and vmvx; grad * 0 from a runtime 0
+    # (vmvx folds a product with a constant 0 to +0: folds_mul_by_zero).
+    "fake_quantize_per_tensor_affine_cachemask_backward": TARGETS,
+    # lavapipe folds -0 + 0 to -0 (the level's sign is cleared with integer ops); the FMA everywhere.
+    "fake_quantize_per_channel_affine": TARGETS,
 }
 
 
