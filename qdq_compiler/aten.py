@@ -67,6 +67,28 @@ def fake_quantize_per_channel_affine_cachemask(input, scale, zero_point, axis, q
 
 
 @aten_arguments
+def _fake_quantize_learnable_per_tensor_affine(input, scale, zero_point, quant_min, quant_max,
+                                               grad_factor=1.0, *, target='cpu', semantics='torch-cpu'):
+    """LSQ's forward: the zero point rounded half to even and clamped, then fake_quantize_per_tensor_affine's
+    kernel. Returns output.
+
+    Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('_fake_quantize_learnable_per_tensor_affine', locals())
+
+
+@aten_arguments
+def _fake_quantize_learnable_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max,
+                                                grad_factor=1.0, *, target='cpu', semantics='torch-cpu'):
+    """LSQ's per-channel forward: the zero points rounded and clamped to int32, then the per-channel kernel.
+    Returns output.
+
+    Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('_fake_quantize_learnable_per_channel_affine', locals())
+
+
+@aten_arguments
 def fake_quantize_per_tensor_affine_cachemask_backward(grad, mask, *, target='cpu', semantics='torch-cpu'):
     """grad * mask: the gradient where the forward's level was in range, grad * 0 elsewhere. Returns output.
 
@@ -84,7 +106,35 @@ def fake_quantize_per_channel_affine_cachemask_backward(grad, mask, *, target='c
     return _run('fake_quantize_per_channel_affine_cachemask_backward', locals())
 
 
+@aten_arguments
+def _fake_quantize_learnable_per_tensor_affine_backward(grad, input, scale, zero_point, quant_min, quant_max,
+                                                        grad_factor=1.0, *, target='cpu',
+                                                        semantics='torch-cpu'):
+    """LSQ's gradients (dX, dScale, dZeroPoint) of the learnable per-tensor fake quantization. Returns (dX,
+    dScale, dZeroPoint), a namedtuple.
+
+    Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('_fake_quantize_learnable_per_tensor_affine_backward', locals())
+
+
+@aten_arguments
+def _fake_quantize_learnable_per_channel_affine_backward(grad, input, scale, zero_point, axis, quant_min,
+                                                         quant_max, grad_factor=1.0, *, target='cpu',
+                                                         semantics='torch-cpu'):
+    """LSQ's per-channel gradients (dX, dScale[C], dZeroPoint[C]). Returns (dX, dScale, dZeroPoint), a
+    namedtuple.
+
+    Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('_fake_quantize_learnable_per_channel_affine_backward', locals())
+
+
 __all__ = ['fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask',
            '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', 'fake_quantize_per_channel_affine',
-           'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward',
-           'fake_quantize_per_channel_affine_cachemask_backward']
+           'fake_quantize_per_channel_affine_cachemask', '_fake_quantize_learnable_per_tensor_affine',
+           '_fake_quantize_learnable_per_channel_affine',
+           'fake_quantize_per_tensor_affine_cachemask_backward',
+           'fake_quantize_per_channel_affine_cachemask_backward',
+           '_fake_quantize_learnable_per_tensor_affine_backward',
+           '_fake_quantize_learnable_per_channel_affine_backward']

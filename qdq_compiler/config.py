@@ -56,11 +56,14 @@ def _fma_choice(c: Checker | None, spec, rules, attrs: dict, dtype: str, target,
     (``from_call`` passes the host's first unit, always available: no checker needed)."""
     if not rules.fused_multiply_add(spec, attrs, dtype):
         return ""
-    if fma is None:
-        return "hardware" if target.multiply_add.unit == "hardware" else "emulated"
-    if fma not in target.fma_units():
-        c.fail(f"fma={fma!r} is not available for target {target.name!r} here; allowed: "
-               f"{', '.join(repr(u) for u in target.fma_units())}", "fma")
+    # a unit that cannot run this program (MultiplyAdd.narrow_reductions): the emulation, or refused when asked
+    unfit = not target.multiply_add.narrow_reductions and dtypes.get(dtype).narrow and spec.family.reduces(spec, attrs)
+    if fma is None or (c is None and unfit):
+        return "hardware" if target.multiply_add.unit == "hardware" and not unfit else "emulated"
+    if fma not in target.fma_units() or (fma == "hardware" and unfit):
+        allowed = [u for u in target.fma_units() if not (u == "hardware" and unfit)]
+        c.fail(f"fma={fma!r} is not available for target {target.name!r} here{' for this 16-bit reduction' if unfit else ''}; "
+               f"allowed: {', '.join(repr(u) for u in allowed)}", "fma")
     return fma
 
 

@@ -313,8 +313,9 @@ def result_shape(call: Call, i: int) -> tuple[int, ...]:
     layout = call.spec.results[i].layout
     if layout == ops.DATA:
         return call.data.shape
-    if layout == ops.RANGE:
-        return call.arrays[call.spec.inputs_of(ops.RANGE)[0]].shape
+    if layout == ops.RANGE:   # the range parameters' shape: [C] per-channel, 0-d per-tensor
+        ranged = call.spec.inputs_of(ops.RANGE)
+        return call.arrays[ranged[0]].shape if ranged else ()
     return ()
 
 

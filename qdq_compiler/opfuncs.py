@@ -82,9 +82,11 @@ def run_compiled(op: str, arguments: dict):
     kwargs = dict(arguments)
     target, semantics = kwargs.pop("target"), kwargs.pop("semantics")
     spec = R.get(op)
-    if spec.namespace != "tf":   # the framework's argument kinds (a Python float scale, 1-element tensors...)
-        kwargs = spec.family.public_arguments(spec, kwargs)
-    return pack(op, _execute_run(bind(op, kwargs, semantics=semantics), target))
+    if spec.namespace == "tf":
+        return pack(op, _execute_run(bind(op, kwargs, semantics=semantics), target))
+    # the framework's argument kinds (a Python float scale, 1-element tensors...) and result shapes
+    call = bind(op, spec.family.public_arguments(spec, kwargs), semantics=semantics)
+    return pack(op, spec.family.public_results(spec, call, _execute_run(call, target)))
 
 
 def run_oracle(op: str, arguments: dict):
@@ -93,6 +95,7 @@ def run_oracle(op: str, arguments: dict):
     kwargs = dict(arguments)
     semantics = kwargs.pop("semantics")
     spec = R.get(op)
-    if spec.namespace != "tf":
-        kwargs = spec.family.public_arguments(spec, kwargs)
-    return pack(op, compute(bind(op, kwargs, semantics=semantics)))
+    if spec.namespace == "tf":
+        return pack(op, compute(bind(op, kwargs, semantics=semantics)))
+    call = bind(op, spec.family.public_arguments(spec, kwargs), semantics=semantics)
+    return pack(op, spec.family.public_results(spec, call, compute(call)))

@@ -31,8 +31,21 @@ def _kwargs(case):
     return kw
 
 
-def _check(fn, case):
-    """One golden case through ``fn``: PyTorch's outputs bit for bit, or its error with its words."""
+def _sum_within_bound(op, kw, name, got, want) -> bool:
+    """A learnable gradient sum in a target's own order: within (n - 1) eps sum|terms| of PyTorch's (policy 6)."""
+    from qdq_compiler.numerics import sum_within_bound
+    from qdq_compiler.validation import bind
+    spec = ops.get(op)
+    call = bind(op, spec.family.public_arguments(spec, dict(kw)))
+    terms = spec.family.sum_terms(spec, call.arrays, call.attrs, name)
+    if want.size == 1:   # a per-tensor [1], or a 1-D input's 0-d total: every term
+        terms, got, want = terms.reshape(-1), got.reshape(()), want.reshape(())
+    return sum_within_bound(got, want, terms)
+
+
+def _check(fn, case, sums_free=False):
+    """One golden case through ``fn``: PyTorch's outputs bit for bit (``sums_free``: a float sum within its
+    order's bound), or its error with its words."""
     kw = _kwargs(case)
     if "error" in case["expect"]:
         with pytest.raises(QDQError) as info:
@@ -48,6 +61,10 @@ def _check(fn, case):
     assert len(outs) == len(expected)
     for name, got in zip(expected, outs):
         want = decode(expected[name])
+        if sums_free and name in ops.get(case["op"]).sum_outputs and not bit_equal(got, want):
+            assert got.shape == want.shape and _sum_within_bound(case["op"], kw, name, got, want), \
+                f"{name}: {got} is beyond the summation bound of PyTorch's {want}"
+            continue
         assert bit_equal(got, want), f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
 
 
@@ -85,13 +102,13 @@ def test_compiled_matches_pytorch(op, target):
     cases = [c for c in _cases(op) if "outputs" in c["expect"]]
     gaps = [c for c in cases if _needs_gap(op, c, target)]
     run = [c for c in cases if c not in gaps]
-    failures = failures_of(run, lambda c: _check(lambda **kw: fn(**kw, target=target), c))
+    failures = failures_of(run, lambda c: _check(lambda **kw: fn(**kw, target=target), c, sums_free=True))
     assert not failures, f"{len(failures)} of {len(run)} differ on {target}:\n" + "\n".join(failures[:20])
     for c in gaps[:2]:   # a gap is a clear error naming the target, before anything is compiled
         with pytest.raises(QDQError, match="converts float64 to a narrower type") as info:
             fn(**_kwargs(c), target=target)
         assert info.value.arg == "target"
-    assert (target == "vmvx") == bool(gaps) or op.endswith("backward") or "per_channel" in op
+    assert not gaps or target == "vmvx"
     assert len(run) >= 8
 
 

@@ -51,6 +51,8 @@ class Case:
     vulkan_shape: str | None = None  # static shape where Vulkan cannot do the dynamic form
     dtype: str = "f32"
     targets: tuple = TARGETS
+    public: dict | None = None       # arguments of the public (oracle) call where they differ from the program's
+    #   inputs: aten's host-side conversions (LSQ's [1] float zero point, rounded to the program's int32)
 
 
 def a32(*v):
@@ -184,6 +186,34 @@ CASES: dict[str, list[Case]] = {
         Case("select_and_times_zero", "the per-channel op's backward: the same grad * mask",
              {}, {"grad": a32(-1, SUB, 3, -SUB), "mask": np.array([0, 1, 1, 0], np.bool_)}, "?"),
     ],
+    "_fake_quantize_learnable_per_tensor_affine": [
+        Case("rounded_zero_point", "LSQ forward: the float zero point 2.5 rounds half to even (2) on the host, "
+             "then the per-tensor kernel", {"quant_min": -8, "quant_max": 7},
+             {"input": a32(-2, -0.375, 0.125, 0.375, 1.5, np.nan), "scale": F32(0.25),
+              "zero_point": np.array(2, np.int32)}, "?",
+             public={"scale": a32(0.25), "zero_point": a32(2.5)}),
+    ],
+    "_fake_quantize_learnable_per_channel_affine": [
+        Case("per_channel", "LSQ per-channel forward, axis 0 of 2x3 (zero points rounded to int32 on the host)",
+             {"axis": 0, "quant_min": 0, "quant_max": 15},
+             {"input": np.array([[-1, 0.3, 2], [0.75, 5, -0.25]], F32), "scale": a32(0.5, 0.25),
+              "zero_point": np.array([2, 0], np.int32)}, "?x?", vulkan_shape="2x3",
+             public={"zero_point": a32(2.5, -0.4)}),   # half to even: 2 (then clamped to [0, 15]: 2), -0 -> 0
+    ],
+    "_fake_quantize_learnable_per_tensor_affine_backward": [
+        Case("lsq_gradients", "dX masked; dScale from fma(xq - zp, scale, -x) in range, (qmin|qmax - zp) outside; "
+             "dZeroPoint -dY * scale outside; sums of exact terms (any order gives these bits)",
+             {"quant_min": -8, "quant_max": 7, "grad_factor": 0.5},
+             {"grad": a32(1, 2, -4, 8, 0.5, SUB), "input": a32(-3, -0.5, 0.25, 0.75, 2.5, 1),
+              "scale": F32(0.25), "zero_point": F32(1)}, "?",
+             public={"scale": a32(0.25), "zero_point": a32(0.7)}),   # trunc(0.7 + 0.5): 1
+    ],
+    "_fake_quantize_learnable_per_channel_affine_backward": [
+        Case("lsq_gradients", "per-channel along axis 1 of 2x2: per-channel sums of exact terms",
+             {"axis": 1, "quant_min": -8, "quant_max": 7, "grad_factor": 1.0},
+             {"grad": np.array([[1, 2], [-4, 8]], F32), "input": np.array([[-3, 0.25], [0.5, 9]], F32),
+              "scale": a32(0.25, 0.5), "zero_point": a32(1, 0)}, "?x?", vulkan_shape="2x2"),
+    ],
     "FakeQuantWithMinMaxVarsPerChannelGradient": [
         Case("per_channel_sums", "per-channel mask and below/above sums over the leading dims; a subnormal "
              "gradient is flushed inside a range, copied unflushed in a min == max == 0 channel",
@@ -246,8 +276,10 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     spec = R.get(op)
     inputs = case.inputs
     public = {k: v for k, v in case.attrs.items() if spec.namespace == "tf" or k in spec.signature}
-    result = getattr(ORACLES[spec.namespace], op)(**inputs, **public)
+    result = getattr(ORACLES[spec.namespace], op)(**{**inputs, **(case.public or {})}, **public)
     outs = result if isinstance(result, tuple) else (result,)
+    if not spec.inputs_of(R.RANGE):   # per-tensor range results are 0-d in the program (aten returns them as [1])
+        outs = tuple(o.reshape(()) if r.layout == R.RANGE else o for o, r in zip(outs, spec.results))
     shape = case.vulkan_shape if (target == "vulkan" and case.vulkan_shape) else case.shape
     vmfb = f"%t.{case.name}.vmfb"
     compile_cmd = f"qdqc compile {op} {attr_args(case.attrs)}".rstrip()

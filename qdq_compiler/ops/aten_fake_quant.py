@@ -49,6 +49,7 @@ class Variant:
     per_channel: bool = False
     mask: bool = False          # returns (output, mask)
     enabled: bool = False       # takes fake_quant_enabled (the tensor-qparams cachemask op)
+    learnable: bool = False     # LSQ: a float zero point, rounded half to even and clamped first (on the host)
 
 
 # -- the NumPy reference ----------------------------------------------------------------------------------
@@ -161,7 +162,7 @@ def check(c, spec, arrays, attrs):
             c.fail(f"scale has {scale.size} elements; expected {x.shape[axis]} (dimension {axis} of input)",
                    "scale", tf="dimensions of scale and zero-point are not consistent with input tensor")
         zp_bad = (zp < qmin) | (zp > qmax)
-        if np.any(zp_bad):
+        if attrs["zero_point_dtype"] == "int32" and np.any(zp_bad):   # a float zero point is not checked
             c.fail(f"zero_point has values outside [quant_min, quant_max] = [{qmin}, {qmax}] "
                    f"(first: {fmt_number(zp[np.argmax(zp_bad)])})", "zero_point",
                    tf="`zero_point` must be between `quant_min` and `quant_max`.")
@@ -224,6 +225,11 @@ class AtenFakeQuant(Family):
         return None
 
     def public_arguments(self, spec, kwargs):
+        if spec.variant.learnable:
+            return learnable_arguments(spec, kwargs)
+        return self.plain_arguments(spec, kwargs)
+
+    def plain_arguments(self, spec, kwargs):
         """PyTorch's argument kinds as bind takes them: per-tensor qparams from Python numbers (``float scale``:
         a double converted to float, as ATen's kernel takes it) or 1-element tensors (``.item()``); a per-channel
         float16 zero point widened to float32 (exact: ATen's Half path computes in float);
@@ -308,6 +314,7 @@ def _torch_name(name: str) -> str:
 
 def _item(spec, name: str, value, kind):
     """A per-tensor qparam: a Python number, or a tensor of one element (PyTorch's ``.item()``), as ``kind``."""
+    from_tensor = isinstance(value, np.ndarray)
     if isinstance(value, (np.ndarray, np.generic)):
         a = np.asarray(value)
         if a.size != 1:
@@ -319,12 +326,57 @@ def _item(spec, name: str, value, kind):
         if not (isinstance(value, (bool, np.bool_)) and name == "fake_quant_enabled"):
             raise QDQTypeError(f"{name}={value!r} must be a number or a one-element array", op=spec.name, arg=name)
     if kind is F32:
+        v = float(value)
+        if from_tensor and math.isfinite(v) and abs(v) > float(np.finfo(F32).max):
+            raise QDQError(f"{name}={v!r} is beyond float32", op=spec.name, arg=name, reference="PyTorch",
+                           tf_message="value cannot be converted to type float without overflow")
         with np.errstate(over="ignore"):
-            return np.asarray(float(value), F32)        # a double converted to float, as ATen's kernels take it
-    v = int(value)                                       # .item().toInt(): a float truncates
+            return np.asarray(v, F32)                   # a double converted to float, as ATen's kernels take it
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QDQError(f"{name}={value!r} is not a number that converts to an int", op=spec.name, arg=name,
+                       reference="PyTorch", tf_message="value cannot be converted to type int without overflow")
+    v = int(value)                                       # .item().toInt(): a float truncates toward zero
     if not -2 ** 31 <= v < 2 ** 31:
-        raise QDQError(f"{name}={v} does not fit in int32; allowed: -2^31..2^31-1", op=spec.name, arg=name)
+        raise QDQError(f"{name}={v} does not fit in int32; allowed: -2^31..2^31-1", op=spec.name, arg=name,
+                       reference="PyTorch", tf_message="value cannot be converted to type int without overflow")
     return np.asarray(v, np.int32)
+
+
+def learnable_arguments(spec, kwargs):
+    """The learnable forwards' qparams: element 0 of the scale (``scale[0].item<float>()``); the zero point
+    rounded half to even and clamped to [quant_min, quant_max] (per-tensor: ``std::nearbyint``, std::min/max;
+    per-channel: ``zero_point.round().clamp_(quant_min, quant_max).to(kInt)``); a NaN one becomes INT32_MIN,
+    which the range check then refuses with PyTorch's words."""
+    out = dict(kwargs)
+    qmin, qmax = out.get("quant_min"), out.get("quant_max")
+    zp = out.get("zero_point")
+    if not isinstance(zp, (np.ndarray, np.generic)) or not isinstance(qmin, int) or not isinstance(qmax, int):
+        return out   # bind names what is wrong
+    z = np.asarray(zp)
+    if z.dtype.kind == "f" or dtypes.is_float(z.dtype):
+        with np.errstate(invalid="ignore"):
+            r = np.rint(z.astype(F64))
+            r = np.where(np.isnan(r), r, np.clip(r, qmin, qmax))
+            z = np.where(np.isnan(r), np.iinfo(np.int32).min, np.nan_to_num(r)).astype(np.int64)
+    else:
+        z = np.clip(z.astype(np.int64), qmin, qmax)
+    z = np.clip(z, np.iinfo(np.int32).min, np.iinfo(np.int32).max).astype(np.int32)
+    if spec.variant.per_channel:
+        out["zero_point"] = z
+        return out
+    scale = np.asarray(out.get("scale"))
+    for name, a in (("scale", scale), ("zero_point", np.asarray(zp))):
+        if a.ndim == 0 or a.size == 0:
+            raise QDQError(f"{name} must be a tensor with at least one element (element 0 is used)", op=spec.name,
+                           arg=name, reference="PyTorch",
+                           tf_message="select() cannot be applied to a 0-dim tensor." if a.ndim == 0 else
+                           f"select(): index 0 out of range for tensor of size {list(a.shape)} at dimension 0")
+    out["scale"] = np.asarray(scale.reshape(-1)[0], F32)
+    out["zero_point"] = np.asarray(z.reshape(-1)[0], np.int32)
+    x = out.get("input")
+    if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0 and dtypes.name_of(x.dtype) != "bfloat16":
+        out["input"] = np.reshape(x, (1,))
+    return out
 
 
 FAMILY = AtenFakeQuant()
@@ -335,6 +387,7 @@ _PER_CHANNEL = (data("input"), fixed("scale", "scale", "float32", RANGE, 0.1),
 _ENABLED = scalar("fake_quant_enabled", "enabled", "int32", 1)
 _PT_ATTRS = (QUANT_MIN, QUANT_MAX)
 _PC_ATTRS = (AXIS_ATTR, QUANT_MIN, QUANT_MAX, ZP_DTYPE)
+GRAD_FACTOR = attr("grad_factor", float, 1.0, doc="LSQ's gradient scale (the forward ignores it)")
 _MASKED = (result("output"), result("mask", "bool"))
 
 
@@ -342,8 +395,10 @@ def _spec(name, inputs, attrs, results, variant, doc):
     signature = tuple(i.name for i in inputs) + tuple(a.name for a in attrs if a is not ZP_DTYPE)
     if variant.per_channel:   # the schema's order: ..., axis, quant_min, quant_max
         signature = ("input", "scale", "zero_point", "axis", "quant_min", "quant_max")
+    if variant.learnable and "grad_factor" not in signature:
+        signature += ("grad_factor",)
     return OpSpec(name, FAMILY, inputs, attrs, results, DTYPES, doc, variant=variant, namespace="aten",
-                  signature=signature)
+                  signature=signature, public_defaults=(("grad_factor", 1.0),) if variant.learnable else ())
 
 
 SPECS = (
@@ -359,4 +414,10 @@ SPECS = (
     _spec("fake_quantize_per_channel_affine_cachemask", _PER_CHANNEL, _PC_ATTRS, _MASKED,
           Variant(per_channel=True, mask=True),
           "fake_quantize_per_channel_affine and the mask of the elements whose level was in range."),
+    _spec("_fake_quantize_learnable_per_tensor_affine", _PER_TENSOR, _PT_ATTRS + (GRAD_FACTOR,), (result("output"),),
+          Variant(learnable=True), "LSQ's forward: the zero point rounded half to even and clamped, then "
+          "fake_quantize_per_tensor_affine's kernel."),
+    _spec("_fake_quantize_learnable_per_channel_affine", _PER_CHANNEL, _PC_ATTRS + (GRAD_FACTOR,), (result("output"),),
+          Variant(per_channel=True, learnable=True), "LSQ's per-channel forward: the zero points rounded and clamped "
+          "to int32, then the per-channel kernel."),
 )

@@ -41,6 +41,9 @@ class AtenMaskGrad(Family):
         return f"\"mul_cpu\" not implemented for '{dtype.name}'"
 
     def mismatched_dtype_words(self, spec, index, got, want):
+        if spec.inputs[index].name == "mask":
+            return ("Expected mask.scalar_type() == ScalarType::Bool to be true, but got false.  (Could this error "
+                    "message be improved?  If so, please report an enhancement request to PyTorch.)")
         return None
 
     def channel_axis(self, spec, attrs, rank):

@@ -63,6 +63,11 @@ class Family:
         0-d array, 1-element tensors as 0-d, ...); TF's pass unchanged."""
         return kwargs
 
+    def public_results(self, spec: OpSpec, call, outputs: tuple) -> tuple:
+        """A call's outputs as the framework returns them (aten's per-tensor gradient sums as [1]); unchanged
+        by default."""
+        return outputs
+
     # -- structure -----------------------------------------------------------------------------------
     def channel_axis(self, spec: OpSpec, attrs: Mapping[str, Any], rank: int) -> int | None:
         """The channel dimension of a call, or None for a per-tensor one."""
@@ -76,6 +81,11 @@ class Family:
     def structural(self, spec: OpSpec) -> frozenset[str]:
         """The attributes that shape the program (the rest can be runtime parameters)."""
         return STRUCTURAL & set(spec.attr_map)
+
+    def sum_terms(self, spec: OpSpec, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, Any], name: str):
+        """The terms a float-sum output adds up, channels last (the layout numerics.sum_within_bound reduces):
+        the input ``spec.sums_of`` (TF's gradients); a family whose terms are computed says so."""
+        return arrays[spec.sums_of]
 
     def reduces(self, spec: OpSpec, attrs: Mapping[str, Any]) -> bool:
         """Whether the program reduces over the data (a loop as long as the data, per channel)."""

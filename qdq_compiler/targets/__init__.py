@@ -113,6 +113,9 @@ class MultiplyAdd:
     flags: tuple[str, ...] = ()   # compile flags a program using the unit needs (llvm-cpu: +fma)
     vectors_16_bytes: bool = False  # the unit's programs keep 16-byte vectors (NumPy's alignment, see
     #   runtime.import_alignment), so they take no lane-form reductions (reductions.mlir.j2: wider vectors)
+    narrow_reductions: bool = True  # the unit's programs may reduce over 16-bit data (llvm-cpu +fma cannot:
+    #   IREE 3.13's code for a bfloat16 reduction beside math.fma jumps to a bad address at run time, for some
+    #   sizes from 56 elements on (aten's learnable gradients); such programs take the emulation instead)
 
     def __post_init__(self):
         if self.unit not in FMA_UNITS:
@@ -307,7 +310,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            # input, 10 ms at 2^24): 16-byte vectors keep the SSE alignment (runtime.import_alignment).
            multiply_add=MultiplyAdd("host", ("--iree-llvmcpu-target-cpu-features=+fma",
                                              "--iree-llvmcpu-target-vector-width-in-bytes=16"),
-                                    vectors_16_bytes=True)),
+                                    vectors_16_bytes=True, narrow_reductions=False)),
     Target("cpu-host", "llvm-cpu", "local-sync",
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",

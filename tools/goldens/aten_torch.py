@@ -78,7 +78,11 @@ OUTPUTS = {"fake_quantize_per_tensor_affine": ("output",), "fake_quantize_per_ch
            "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": ("output", "mask"),
            "fake_quantize_per_channel_affine_cachemask": ("output", "mask"),
            "fake_quantize_per_tensor_affine_cachemask_backward": ("output",),
-           "fake_quantize_per_channel_affine_cachemask_backward": ("output",)}
+           "fake_quantize_per_channel_affine_cachemask_backward": ("output",),
+           "_fake_quantize_learnable_per_tensor_affine": ("output",),
+           "_fake_quantize_learnable_per_channel_affine": ("output",),
+           "_fake_quantize_learnable_per_tensor_affine_backward": ("dX", "dScale", "dZeroPoint"),
+           "_fake_quantize_learnable_per_channel_affine_backward": ("dX", "dScale", "dZeroPoint")}
 
 
 def case(cases, op, cid, inputs: dict, attrs: dict, args, tags, note=""):
@@ -90,7 +94,9 @@ def case(cases, op, cid, inputs: dict, attrs: dict, args, tags, note=""):
         expect = {"outputs": {}}
         for name, t in zip(OUTPUTS[op], res):
             a = to_numpy(t)
-            expect["outputs"][name] = enc("bool" if a.dtype == np.bool_ else str(inputs[next(iter(inputs))][0]), a)
+            label = "bool" if a.dtype == np.bool_ else str(a.dtype) if a.dtype in (np.float32, np.float64, np.float16) \
+                else "bfloat16"
+            expect["outputs"][name] = enc(label, a)
     cases.append({"id": cid, "op": op, "attrs": attrs,
                   "inputs": {k: enc(dt, a) for k, (dt, a) in inputs.items()},
                   "expect": expect, "tags": tags, "note": note})
@@ -196,24 +202,70 @@ def backward_cases(op: str, rng) -> list:
     return cases
 
 
+def learnable_cases(op: str, rng) -> list:
+    """LSQ's forward and backward: float zero points (rounded by the op), grad_factor, per-tensor [1] qparams,
+    per-channel on every axis; the backward's sums over up to 40,000 elements (PyTorch's two-thread split)."""
+    cases = []
+    per_channel = "per_channel" in op
+    backward = op.endswith("_backward")
+    dts = ("float32", "bfloat16") if backward else FLOATS
+    for dt in dts:
+        for i, (qmin, qmax) in enumerate(((-128, 127), (0, 255), (-8, 7), (0, 1), (-32768, 32767))):
+            if backward and not qmin <= 0 <= qmax:
+                continue
+            # the backward's float32 per-tensor sum over 32,800 elements: PyTorch splits it over two threads
+            big = (32800,) if backward and dt == "float32" and not per_channel else (64, 5)
+            shape, axis = [((300,), None), ((3, 4, 5), 1), ((6, 33), 0), (big, None), ((2, 3, 4), 2)][i]
+            if per_channel and axis is None:
+                shape, axis = (5, 7), (i % 2)
+            if not per_channel:
+                axis = None
+            c = shape[axis] if per_channel else 1
+            scale = rng.uniform(0.01, 0.3, c).astype(np.float32)
+            zp = rng.uniform(qmin - 0.7, qmax + 0.7, c).astype(np.float32)
+            x = (rng.standard_normal(shape) * (qmax - qmin + 1) * 0.05).astype(np.float32)
+            flat = x.reshape(-1)
+            flat[:6] = [np.nan, np.inf, -np.inf, -0.0, 1e-40, 0.5 * scale[0]]
+            x = x.astype(NP_DT[dt])
+            gf = [1.0, 0.5, 1 / 3, 2.0, 1.0][i]
+            ins = {"input": (dt, x), "scale": ("float32", scale), "zero_point": ("float32", zp)}
+            targs = [to_torch(x, dt), torch.from_numpy(scale), torch.from_numpy(zp)]
+            attrs = {"quant_min": qmin, "quant_max": qmax, "grad_factor": gf}
+            if per_channel:
+                attrs = {"axis": axis, **attrs}
+                targs.append(axis)
+            if backward:
+                g = rng.standard_normal(shape).astype(np.float32)
+                g.reshape(-1)[6:8] = [1e-40, -0.0]
+                ins = {"grad": ("float32", g), **ins}
+                targs = [torch.from_numpy(g)] + targs
+            case(cases, op, f"{dt}-{qmin}-{qmax}", ins, attrs, tuple(targs) + (qmin, qmax, gf), ["aimed", dt])
+    return cases
+
+
 GENERATORS = {"fake_quantize_per_tensor_affine": per_tensor_cases,
               "fake_quantize_per_tensor_affine_cachemask": per_tensor_cases,
               "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": per_tensor_cases,
               "fake_quantize_per_channel_affine": per_channel_cases,
               "fake_quantize_per_channel_affine_cachemask": per_channel_cases,
               "fake_quantize_per_tensor_affine_cachemask_backward": backward_cases,
-              "fake_quantize_per_channel_affine_cachemask_backward": backward_cases}
+              "fake_quantize_per_channel_affine_cachemask_backward": backward_cases,
+              "_fake_quantize_learnable_per_tensor_affine": learnable_cases,
+              "_fake_quantize_learnable_per_channel_affine": learnable_cases,
+              "_fake_quantize_learnable_per_tensor_affine_backward": learnable_cases,
+              "_fake_quantize_learnable_per_channel_affine_backward": learnable_cases}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=OUT)
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(2)   # the learnable gradients' sums split over the threads from 32768 elements
     os.makedirs(args.out, exist_ok=True)
     for i, (op, gen) in enumerate(GENERATORS.items()):
         cases = gen(op, np.random.default_rng(1000 + i))
-        header = {"op": op, "torch_version": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+        header = {"op": op, "torch_version": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                  "threads": torch.get_num_threads()}
         size = write_file(os.path.join(args.out, f"{op}.json"), header, cases)
         print(f"{op}: {len(cases)} cases, {size // 1024} KiB", file=sys.stderr)
     return 0
