@@ -266,8 +266,9 @@ class RenderContext:
     @property
     def signature(self) -> str:
         args = [f"%{n}: {t}" for n, t in self.arguments]
-        if self.result_storage:
-            args.append(f"%{self.spec.outputs[0]}_buffer: !hal.buffer {{iree.abi.output = 0 : index}}")
+        if self.result_storage:   # every data-shaped result (aten's mask too)
+            args += [f"%{r.name}_buffer: !hal.buffer {{iree.abi.output = {i} : index}}"
+                     for i, r in enumerate(self.spec.results) if r.layout == ops.DATA]
         return ", ".join(args)
 
     @property

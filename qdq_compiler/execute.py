@@ -196,7 +196,8 @@ def run_plan(call: Call, plan: Plan, out=None) -> tuple[np.ndarray, ...]:
                 written[i] = _storage_for(call, fn, i)
     views = None
     if written is not None:
-        views = [None if o is None else dtypes.abi_view(plan.view(o) if i == 0 else o) for i, o in enumerate(written)]
+        views = [None if o is None else dtypes.abi_view(plan.view(o) if spec.results[i].layout == ops.DATA else o)
+                 for i, o in enumerate(written)]
     results = fn(args, views) if views is not None else fn(args)
     results = [None if r is None else dtypes.from_abi(r, call.result_dtype(i)) for i, r in enumerate(results)]
     if written is None:
@@ -223,7 +224,7 @@ def caller_storage(call: Call, fn, view) -> list | None:
     outs = [None] * len(call.spec.outputs)
     for i in fn.storage_args:
         o = _storage_for(call, fn, i)
-        outs[i] = dtypes.abi_view(view(o) if i == 0 else o)
+        outs[i] = dtypes.abi_view(view(o) if call.spec.results[i].layout == ops.DATA else o)
     return outs
 
 
@@ -234,7 +235,8 @@ def _small_storage(call: Call, fn, dims) -> tuple:
     the function takes none."""
     if not fn.storage_args or call.data.nbytes >= runtime.ZERO_COPY_MIN_BYTES:
         return ()
-    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if i == 0 else result_shape(call, i), call.result_dtype(i),
+    return tuple(dtypes.abi_view(runtime.empty_aligned(dims if call.spec.results[i].layout == ops.DATA
+                                                       else result_shape(call, i), call.result_dtype(i),
                                                        fn.import_alignment))
                  for i in fn.storage_args)
 

@@ -299,7 +299,7 @@ class AtenFakeQuant(Family):
         return calls
 
     def bench_kwargs(self, spec, attrs, shape, rng):
-        kw = self.random_calls(spec, attrs, np.zeros(shape, F32), rng, lambda a, s: a)[0]
+        kw = {**attrs, **self.random_calls(spec, attrs, np.zeros(shape, F32), rng, lambda a, s: a)[0]}
         kw["input"] = rng.standard_normal(shape, dtype=F32) * F32(2)
         return kw
 

@@ -209,7 +209,7 @@ class AtenLearnableGrad(Family):
         return calls
 
     def bench_kwargs(self, spec, attrs, shape, rng):
-        kw = self.random_calls(spec, attrs, rng.standard_normal(shape).astype(F32), rng, lambda a, s: a)[0]
+        kw = {**attrs, **self.random_calls(spec, attrs, rng.standard_normal(shape).astype(F32), rng, lambda a, s: a)[0]}
         return self.public_arguments(spec, kw)
 
 

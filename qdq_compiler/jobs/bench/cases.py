@@ -59,6 +59,23 @@ CASES: tuple[Case, ...] = (
     Case("FakeQuantWithMinMaxVarsPerChannelGradient", "FakeQuantWithMinMaxVarsPerChannelGradient", kind="gradient",
          per_channel=True),
     Case("QuantizeAndDequantizeV4Grad", "QuantizeAndDequantizeV4Grad", kind="gradient", tf_xla=False),
+    # PyTorch's aten ops (semantics torch-cpu); PyTorch itself is timed in its own process by
+    # benchmarks/torch_aten_bench.py (benchmarks/README.md), not here
+    *(Case(name, op, attrs, kind=kind, per_channel=pc, tf=False, tf_xla=False, semantics="torch-cpu")
+      for name, op, attrs, kind, pc in (
+          ("fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine", {}, "per-tensor", False),
+          ("fake_quantize_per_tensor_affine_cachemask", "fake_quantize_per_tensor_affine_cachemask", {},
+           "per-tensor", False),
+          ("fake_quantize_per_channel_affine[axis=1]", "fake_quantize_per_channel_affine", {"axis": 1},
+           "per-channel", True),
+          ("fake_quantize_per_channel_affine[axis=0]", "fake_quantize_per_channel_affine", {"axis": 0},
+           "per-channel", True),
+          ("fake_quantize_per_tensor_affine_cachemask_backward", "fake_quantize_per_tensor_affine_cachemask_backward",
+           {}, "gradient", False),
+          ("_fake_quantize_learnable_per_tensor_affine_backward", "_fake_quantize_learnable_per_tensor_affine_backward",
+           {}, "gradient", False),
+          ("_fake_quantize_learnable_per_channel_affine_backward[axis=1]",
+           "_fake_quantize_learnable_per_channel_affine_backward", {"axis": 1}, "gradient", True))),
 )
 
 
@@ -71,6 +88,9 @@ def select_cases(ops: str | None, semantics=(SEM.DEFAULT,)) -> list[Case]:
     for sem in dict.fromkeys(SEM.get(s).name for s in semantics):
         for c in base:
             if not c.spec.family.answers(sem) or c.spec.family.rules(sem).unsupported(c.spec):
+                continue
+            if c.semantics == sem:   # a case of its own namespace's semantics (aten's: torch-cpu)
+                out.append(c)
                 continue
             out.append(c if sem == SEM.DEFAULT else
                        replace(c, name=f"{c.name}@{sem}", semantics=sem, tf=c.tf_xla, torch=None,
@@ -88,7 +108,9 @@ def _named_cases(ops: str | None) -> list[Case]:
         if not hit:
             spec = op_registry.get(name)  # an unknown op raises QDQError naming the known ones
             hit = [Case(name, name, kind="gradient" if spec.gradient_of else "per-tensor",
-                        per_channel=spec.family.layout(spec, {}) == op_registry.LAST)]
+                        per_channel=spec.family.layout(spec, {}) == op_registry.LAST,
+                        tf=spec.namespace == "tf", tf_xla=spec.namespace == "tf",
+                        semantics=SEM.default_for(spec.namespace))]
         out += [c for c in hit if c not in out]
     return out
 

@@ -12,9 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from ... import device_sessions, execute, raw_ops, runtime
+from ... import aten, device_sessions, execute, raw_ops, runtime
 from ... import targets as T
 from ...numerics import bit_equal, sum_within_bound
+from ...oracle import aten as oracle_aten
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind
 from . import tf_process
@@ -55,11 +56,11 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
     fns: dict[tuple[str, str], Callable] = {}
     data = [kw[n] for n in data_inputs(case)]
     fns[("copy", "-")] = (lambda: [a.copy() for a in data]) if len(data) > 1 else (lambda: data[0].copy())
-    api = getattr(raw_ops, case.op)
+    api = getattr({"tf": raw_ops, "aten": aten}[case.spec.namespace], case.op)
     for t in targets:
         fns[("api", t)] = (lambda t=t: api(**kw, target=t, semantics=case.semantics))
         fns[("device", t)] = _device_function(case, kw, t)
-    oracle = getattr(oracle_ops, case.op)
+    oracle = getattr({"tf": oracle_ops, "aten": oracle_aten}[case.spec.namespace], case.op)
     fns[("oracle", "-")] = lambda: oracle(**kw, semantics=case.semantics)
     # TensorFlow is timed in a process of its own (tf_process), after these
     torch = _torch_module() if "torch" in frameworks and case.torch else None

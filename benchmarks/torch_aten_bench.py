@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""PyTorch's CPU fake-quant kernels at their best, in a process of their own: the side of the aten ops'
+comparison that `qdqc bench` cannot time in its process (PyTorch is a reference framework, never a dependency).
+
+Run it in a virtualenv with PyTorch, on a quiet machine, beside `qdqc bench --ops <the same ops> --sizes 24`:
+
+    /work/torchvenv/bin/python benchmarks/torch_aten_bench.py [--log2n 24] [--repeat 9] [--threads 2]
+
+Each op runs on resident torch tensors (the same shapes and qparams as qdqc bench's aten cases: 2^n float32
+elements, per-channel as [2^n / 64, 64] on axis 1 or axis 0), its result left a torch tensor ("op alone"),
+with torch.set_num_threads(--threads). It prints the minimum and median in ms, and the ratio to a torch copy
+(``x.clone()``) of the same bytes measured in this process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def _cases(n: int, rng):
+    x = torch.from_numpy((rng.standard_normal(n) * 2).astype(np.float32))
+    g = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+    mask = torch.from_numpy(rng.random(n) < 0.9)
+    x2 = x.reshape(n // 64, 64)
+    s64, z64 = torch.full((64,), 0.05), torch.zeros(64, dtype=torch.int32)
+    s_rows, z_rows = torch.full((n // 64,), 0.05), torch.zeros(n // 64, dtype=torch.int32)
+    sc, zp = torch.tensor([0.05]), torch.tensor([3.0])
+    aten = torch.ops.aten
+    return {
+        "fake_quantize_per_tensor_affine": (lambda: aten.fake_quantize_per_tensor_affine(x, 0.05, 3, -128, 127), [x]),
+        "fake_quantize_per_tensor_affine_cachemask":
+            (lambda: aten.fake_quantize_per_tensor_affine_cachemask(x, 0.05, 3, -128, 127), [x]),
+        "fake_quantize_per_channel_affine[axis=1]":
+            (lambda: aten.fake_quantize_per_channel_affine(x2, s64, z64, 1, -128, 127), [x]),
+        "fake_quantize_per_channel_affine[axis=0]":
+            (lambda: aten.fake_quantize_per_channel_affine(x2, s_rows, z_rows, 0, -128, 127), [x]),
+        "fake_quantize_per_tensor_affine_cachemask_backward":
+            (lambda: aten.fake_quantize_per_tensor_affine_cachemask_backward(g, mask), [g]),
+        "_fake_quantize_learnable_per_tensor_affine_backward":
+            (lambda: aten._fake_quantize_learnable_per_tensor_affine_backward(g, x, sc, zp, -128, 127, 1.0), [g, x]),
+        "_fake_quantize_learnable_per_channel_affine_backward[axis=1]":
+            (lambda: aten._fake_quantize_learnable_per_channel_affine_backward(g.reshape(n // 64, 64), x2, s64,
+                                                                              z64.float(), 1, -128, 127, 1.0), [g, x]),
+    }
+
+
+def _time(fn, repeat: int) -> list[float]:
+    fn()  # warm
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--log2n", type=int, default=24)
+    p.add_argument("--repeat", type=int, default=9)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", help="write the rows here")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    n = 1 << args.log2n
+    rows = []
+    print(f"PyTorch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), {args.threads} threads, "
+          f"2^{args.log2n} float32 elements, ms (min / median), x copy of the same bytes (median)")
+    for name, (fn, data) in _cases(n, np.random.default_rng(0)).items():
+        copy = _time(lambda: [d.clone() for d in data], args.repeat)
+        t = _time(fn, args.repeat)
+        row = {"case": name, "torch_min_ms": min(t), "torch_median_ms": statistics.median(t),
+               "copy_median_ms": statistics.median(copy), "x_copy": statistics.median(t) / statistics.median(copy)}
+        rows.append(row)
+        print(f"  {name:60s} {row['torch_min_ms']:8.2f} / {row['torch_median_ms']:8.2f}   x copy {row['x_copy']:6.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "threads": args.threads, "log2n": args.log2n, "rows": rows}, f,
+                      indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
