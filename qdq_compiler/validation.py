@@ -188,12 +188,13 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
             c.fail(f"missing required input {n!r} (inputs: {', '.join(spec.input_names)})", n)
 
     for inp in spec.inputs:   # an attribute that names an input's dtype, from the array given (unless given)
-        if inp.dtype.startswith("attr:") and inp.dtype[5:] not in kwargs and inp.name in kwargs:
+        if inp.dtype.startswith("attr:") and inp.name in kwargs:
             given = kwargs[inp.name]
             if isinstance(given, (np.ndarray, np.generic)):
-                named = kwargs[inp.dtype[5:]] = dtypes.name_of(np.asarray(given).dtype)
+                named = dtypes.name_of(np.asarray(given).dtype)
+                kwargs.setdefault(inp.dtype[5:], named)
                 stored = dict(inp.stored_as).get(named)
-                if stored is not None:   # held in a wider type at the boundary (exact)
+                if stored is not None and kwargs[inp.dtype[5:]] == named:   # held wider at the boundary (exact)
                     kwargs[inp.name] = np.asarray(given).astype(stored)
     memo_key = _attrs_key(spec, kwargs, semantics)
     attrs = _ATTRS_SEEN.get(memo_key) if memo_key is not None else None
@@ -217,4 +218,7 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
             fixed = inp.dtype_name(attrs, dtype.name)
             arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], np.dtype(fixed), (fixed,))
     rules.check(c, spec, arrays, attrs)
+    for inp in spec.inputs:   # what the family's checks left: a declared 0-d operand must be 0-d
+        if inp.layout == ops.SCALAR and arrays[inp.name].ndim != 0:
+            c.fail(f"input {inp.name} must be a scalar (rank 0), got shape {list(arrays[inp.name].shape)}", inp.name)
     return Call(spec, arrays, attrs, np.dtype(dtype), semantics, memo_key)

@@ -276,7 +276,8 @@ class AtenFakeQuant(Family):
     def matrix_variants(self, spec):
         if not spec.variant.per_channel:
             return [{}]
-        return [{"axis": 1, "zero_point_dtype": z} for z in ZERO_POINT_DTYPES]
+        kinds = ("int32",) if spec.variant.learnable else ZERO_POINT_DTYPES   # LSQ rounds to int32 on the host
+        return [{"axis": 1, "zero_point_dtype": z} for z in kinds]
 
     def random_calls(self, spec, attrs, x, rng, special):
         calls = []
@@ -290,12 +291,15 @@ class AtenFakeQuant(Family):
             else:
                 scale = rng.uniform(0.005, 0.2, c).astype(F32)
                 zp = rng.integers(qmin, qmax + 1, c).astype(np.int32)
-                if attrs.get("zero_point_dtype") == "float32":
-                    zp = (zp + rng.uniform(-0.49, 0.49, c)).clip(qmin, qmax).astype(F32)
-            kw = {"input": xi, "scale": scale, "zero_point": zp, "quant_min": qmin, "quant_max": qmax}
+                zdt = attrs.get("zero_point_dtype", "int32")
+                if zdt != "int32" or spec.variant.learnable:   # LSQ: a float zero point, rounded by the op
+                    zp = (zp + rng.uniform(-0.49, 0.49, c)).clip(qmin, qmax).astype(F32 if zdt == "int32" else zdt)
+            if spec.variant.learnable and c is None:
+                scale, zp = np.array([scale], F32), np.array([zp + rng.uniform(-0.49, 0.49)], F32)
+            kw = {**attrs, "input": xi, "scale": scale, "zero_point": zp, "quant_min": qmin, "quant_max": qmax}
             if spec.variant.enabled:
                 kw["fake_quant_enabled"] = np.int32(len(calls) != 2)
-            calls.append(kw)
+            calls.append(learnable_arguments(spec, kw) if spec.variant.learnable else kw)
         return calls
 
     def bench_kwargs(self, spec, attrs, shape, rng):

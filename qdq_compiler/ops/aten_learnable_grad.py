@@ -204,13 +204,13 @@ class AtenLearnableGrad(Family):
                 scale, zp = np.array([rng.uniform(0.01, 0.2)], F32), np.array([rng.uniform(qmin, qmax)], F32)
             else:
                 scale, zp = rng.uniform(0.01, 0.2, c).astype(F32), rng.uniform(qmin, qmax, c).astype(F32)
-            calls.append({"grad": g, "input": xi, "scale": scale, "zero_point": zp, "quant_min": qmin,
-                          "quant_max": qmax, "grad_factor": float(rng.choice([1.0, 0.5, 1 / 3]))})
+            calls.append(self.public_arguments(spec, {
+                **attrs, "grad": g, "input": xi, "scale": scale, "zero_point": zp, "quant_min": qmin,
+                "quant_max": qmax, "grad_factor": float(rng.choice([1.0, 0.5, 1 / 3]))}))
         return calls
 
     def bench_kwargs(self, spec, attrs, shape, rng):
-        kw = {**attrs, **self.random_calls(spec, attrs, rng.standard_normal(shape).astype(F32), rng, lambda a, s: a)[0]}
-        return self.public_arguments(spec, kw)
+        return self.random_calls(spec, attrs, rng.standard_normal(shape).astype(F32), rng, lambda a, s: a)[0]
 
 
 _TORCH_ARG = {"grad": "dY_", "scale": "scale_", "zero_point": "zero_point_"}

@@ -106,11 +106,16 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
             kw[name] = float.fromhex(value) if a is not None and a.kind is float and isinstance(value, str) else value
         for name, e in case["inputs"].items():
             vals = e["values"]
-            if e["dtype"] == "int32":
-                kw[name] = np.array(vals, np.int32).reshape(e["shape"])
+            if e["dtype"] in ("int32", "bool"):   # bool: aten's masks, written 0/1
+                kw[name] = np.array(vals, np.dtype(e["dtype"])).reshape(e["shape"])
             else:
                 kw[name] = np.array([float.fromhex(v) if v not in ("nan", "-nan") else np.nan for v in vals],
                                     np.float64).astype(DT.get(e["dtype"]).np).reshape(e["shape"])
+        if spec.namespace != "tf":   # the framework's argument kinds (1-element qparams, float zero points...)
+            kw = spec.family.public_arguments(spec, kw)
+            for inp in spec.inputs:   # an attribute an input's dtype names, as bind derives it
+                if inp.dtype.startswith("attr:") and isinstance(kw.get(inp.name), np.ndarray):
+                    kw.setdefault(inp.dtype[5:], DT.name_of(kw[inp.name].dtype))
         x = kw[spec.data_input]
         if derive and x.dtype.name == "float32":
             kw = _narrowed(kw, entry.dtype)

@@ -206,7 +206,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     text = (f"{exact} of {_count(compared, 'cell')} exact ({_count(len(entries), 'configuration')} x "
             f"{_count(len(run_on), 'target')}: {', '.join(run_on) or 'none'}; sizes {', '.join(map(str, sizes))})"
             + (f"; {compiled} compiled, not run: {', '.join(compile_only)}" if compile_only else "")
-            + (f"; {len(cells) - compared - compiled} skipped (a dtype the target lacks)"
+            + (f"; {len(cells) - compared - compiled} skipped (a dtype or capability the target lacks: the report says which)"
                if len(cells) - compared - compiled else "")
             + (f"; targets skipped: {', '.join(skipped)}" if skipped else "") + f"; {elapsed:.1f} s")
     summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
