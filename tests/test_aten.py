@@ -174,3 +174,22 @@ def test_argument_lists_are_checked_like_torch():
         q.aten.fake_quantize_per_tensor_affine_cachemask_backward(X, X > 0, 1)
     with pytest.raises(QDQTypeError, match="missing a required argument: 'input'.*arguments are: input, scale"):
         q.aten.fake_quantize_per_tensor_affine(self=X, scale=0.1, zero_point=0, quant_min=0, quant_max=1)
+
+
+def test_a_bundle_of_aten_ops_answers_as_the_namespace(tmp_path):
+    """examples/aten_bundle.json: built, loaded, called with torch's keywords (a Python float scale, [1]
+    qparams), every result the oracle's bits and PyTorch's shapes."""
+    from pathlib import Path
+    from qdq_compiler.jobs.bundle import build_bundle
+    build_bundle(Path(__file__).resolve().parent.parent / "examples" / "aten_bundle.json", tmp_path / "b",
+                 targets=["cpu"])
+    b = q.load_bundle(tmp_path / "b", target="cpu")
+    x = np.linspace(-1, 3, 128, dtype=F32).reshape(2, 64)
+    r = b.act_fq(input=x, scale=0.02, zero_point=10)
+    w = q.oracle.aten.fake_quantize_per_tensor_affine_cachemask(x, 0.02, 10, 0, 255)
+    assert r._fields == ("output", "mask") and bit_equal(r.output, w.output) and bit_equal(r.mask, w.mask)
+    g, xx = np.ones(100, F32), np.linspace(-3, 3, 100, dtype=F32)
+    sc, zp = np.array([0.05], F32), np.array([0.3], F32)
+    got = b.lsq_grad(grad=g, input=xx, scale=sc, zero_point=zp)
+    want = q.oracle.aten._fake_quantize_learnable_per_tensor_affine_backward(g, xx, sc, zp, -128, 127)
+    assert [a.shape for a in got] == [(100,), (1,), (1,)] and bit_equal(got[0], want[0])

@@ -115,7 +115,10 @@ class BundleEntry:
                     continue
                 if arr.dtype.kind in "fiu":
                     kwargs[inp.name] = arr.astype(dtype)
-        call = bind(self.op, {**kwargs, **self.attrs}, semantics=self.semantics)
+        merged = {**kwargs, **self.attrs}
+        if spec.namespace != "tf":   # the framework's argument kinds (aten: a Python float scale, [1] qparams)
+            merged = spec.family.public_arguments(spec, merged)
+        call = bind(self.op, merged, semantics=self.semantics)
         if call.dtype != dtype:
             raise QDQTypeError(f"bundle entry {self.name!r} is compiled for {self.dtype}; got {call.dtype.name} inputs",
                                op=self.op, arg=spec.inputs[0].name)
@@ -124,7 +127,8 @@ class BundleEntry:
             if arr.ndim != len(want) or any(w is not None and w != d for w, d in zip(want, arr.shape)):
                 raise QDQError(f"input {name} has shape {list(arr.shape)}; bundle entry {self.name!r} takes "
                                f"{format_shape(want)} ('?' = any size)", op=self.op, arg=name)
-        return pack(self.op, execute.run_plan(call, self._plan()))
+        outs = execute.run_plan(call, self._plan())
+        return pack(self.op, outs if spec.namespace == "tf" else spec.family.public_results(spec, call, outs))
 
 
 class Bundle:

@@ -170,7 +170,7 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
             shape = [None if d == "?" else d for d in shape]
         try:
             shape = parse_shape(shape)
-            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", "baked", e.get("semantics", SEM.DEFAULT))
+            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", "baked", e.get("semantics"))
         except QDQError as err:
             raise _cfg_error(source, f"{where}: {err}") from None
         etargets = as_targets(e["targets"], source, f"{where}.targets") if "targets" in e else None
