@@ -18,14 +18,12 @@ The programs compute every integer-valued step in float64, where each of those v
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes
 from ..errors import QDQError, QDQTypeError, fmt_number
 from ..numerics import fma
-from .family import AXIS, FLAT, Family
+from .aten_common import AtenFamily, Variant, torch_name
 from .rules import Rules
 from .spec import DATA, RANGE, OpSpec, attr, data, fixed, result, scalar
 
@@ -42,14 +40,6 @@ QUANT_MAX = attr("quant_max", int, 127, doc="the highest quantised level")
 AXIS_ATTR = attr("axis", int, 0, doc="the channel dimension, 0..rank-1")
 ZP_DTYPE = attr("zero_point_dtype", str, "int32", ZERO_POINT_DTYPES,
                 doc="set from the zero_point array: int32, float32 (an FMA) or float16 (unfused)")
-
-
-@dataclass(frozen=True)
-class Variant:
-    per_channel: bool = False
-    mask: bool = False          # returns (output, mask)
-    enabled: bool = False       # takes fake_quant_enabled (the tensor-qparams cachemask op)
-    learnable: bool = False     # LSQ: a float zero point, rounded half to even and clamped first (on the host)
 
 
 # -- the NumPy reference ----------------------------------------------------------------------------------
@@ -209,9 +199,10 @@ RULES = {"torch-cpu": Rules(oracle, "aten_fake_quant.mlir.j2", DTYPES, check=che
                             fused_multiply_add=_fma, needs=needs)}
 
 
-class AtenFakeQuant(Family):
+class AtenFakeQuant(AtenFamily):
     name = "aten_fake_quant"
     rules_by_semantics = RULES
+    extra_structural = frozenset({"zero_point_dtype"})
 
     def wrong_dtype_words(self, spec, input_name, dtype):
         return f'"fake_quantize_tensor_cachemask_kernel_type_handling" not implemented for \'{dtype.name}\''
@@ -219,9 +210,9 @@ class AtenFakeQuant(Family):
     def mismatched_dtype_words(self, spec, index, got, want):
         name = spec.inputs[index].name
         if name == "scale":
-            return f"Scale must be Float or BFloat16, found {_torch_name(got.name)}"
+            return f"Scale must be Float or BFloat16, found {torch_name(got.name)}"
         if name == "zero_point":
-            return f"Zero-point must be Int32, Float or Half, found {_torch_name(got.name)}"
+            return f"Zero-point must be Int32, Float or Half, found {torch_name(got.name)}"
         return None
 
     def public_arguments(self, spec, kwargs):
@@ -242,7 +233,7 @@ class AtenFakeQuant(Family):
                 if name not in ZERO_POINT_DTYPES:
                     raise QDQTypeError(f"zero_point has dtype {name}; allowed: int32, float32, float16",
                                        op=spec.name, arg="zero_point", reference="PyTorch",
-                                       tf_message=f"Zero-point must be Int32, Float or Half, found {_torch_name(name)}")
+                                       tf_message=f"Zero-point must be Int32, Float or Half, found {torch_name(name)}")
             return out
         x = out.get("input")
         if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0 and dtypes.name_of(x.dtype) != "bfloat16":
@@ -253,15 +244,6 @@ class AtenFakeQuant(Family):
         if "fake_quant_enabled" in out:
             out["fake_quant_enabled"] = np.int32(out["fake_quant_enabled"] != 0)
         return out
-
-    def channel_axis(self, spec, attrs, rank):
-        return attrs["axis"] if spec.variant.per_channel else None
-
-    def layout(self, spec, attrs):
-        return AXIS if spec.variant.per_channel else FLAT
-
-    def structural(self, spec):
-        return frozenset({"axis", "zero_point_dtype"}) & set(spec.attr_map)
 
     def template_vars(self, spec, attrs):
         v = spec.variant
@@ -306,14 +288,6 @@ class AtenFakeQuant(Family):
         kw = {**attrs, **self.random_calls(spec, attrs, np.zeros(shape, F32), rng, lambda a, s: a)[0]}
         kw["input"] = rng.standard_normal(shape, dtype=F32) * F32(2)
         return kw
-
-
-_TORCH_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _torch_name(name: str) -> str:
-    return _TORCH_NAMES.get(name, name)
 
 
 def _item(spec, name: str, value, kind):

@@ -24,8 +24,7 @@ from .. import dtypes
 from ..errors import QDQError
 from ..numerics import fma
 from . import aten_sum
-from .aten_fake_quant import Variant
-from .family import AXIS, FLAT, Family
+from .aten_common import ASSERT_TAIL, AtenFamily, Variant
 from .rules import Rules
 from .spec import RANGE, OpSpec, Output, attr, data, fixed, result, scalar
 
@@ -34,8 +33,6 @@ F32, F64 = np.float32, np.float64
 TWO_63 = 2.0 ** 63
 NUM_THREADS = 2      # the goldens' torch.get_num_threads(): a sum of 32768 or more splits over them
 OUTPUTS = ("dX", "dScale", "dZeroPoint")
-_ASSERT_TAIL = ("  (Could this error message be improved?  If so, please report an enhancement request to "
-                "PyTorch.)")
 
 
 def elementwise(x, dy, sc, inv, zp, qmin, qmax, gf):
@@ -121,24 +118,12 @@ RULES = {"torch-cpu": Rules(oracle, "aten_learnable_grad.mlir.j2", DTYPES, check
                             fused_multiply_add=lambda spec, attrs, dtype: True)}
 
 
-class AtenLearnableGrad(Family):
+class AtenLearnableGrad(AtenFamily):
     name = "aten_learnable_grad"
     rules_by_semantics = RULES
 
     def wrong_dtype_words(self, spec, input_name, dtype):
-        return (f"Expected X_.scalar_type() == ScalarType::Float to be true, but got false.{_ASSERT_TAIL}")
-
-    def mismatched_dtype_words(self, spec, index, got, want):
-        return None
-
-    def channel_axis(self, spec, attrs, rank):
-        return attrs["axis"] if spec.variant.per_channel else None
-
-    def layout(self, spec, attrs):
-        return AXIS if spec.variant.per_channel else FLAT
-
-    def structural(self, spec):
-        return frozenset({"axis"}) & set(spec.attr_map)
+        return f"Expected X_.scalar_type() == ScalarType::Float to be true, but got false.{ASSERT_TAIL}"
 
     def sum_terms(self, spec, arrays, attrs, name):
         """The per-element terms of a sum output, channels last (numerics.sum_within_bound's layout)."""
@@ -164,7 +149,7 @@ class AtenLearnableGrad(Family):
                     raise QDQError(f"{name} has dtype {v.dtype}; the learnable gradients take float32 (or any float "
                                    f"type beside a bfloat16 input)", op=spec.name, arg=name, reference="PyTorch",
                                    tf_message=f"Expected {_TORCH_ARG[name]}.scalar_type() == ScalarType::Float to be "
-                                              f"true, but got false.{_ASSERT_TAIL}")
+                                              f"true, but got false.{ASSERT_TAIL}")
                 out[name] = v
         qmin, qmax, zp = out.get("quant_min"), out.get("quant_max"), out.get("zero_point")
         if isinstance(zp, np.ndarray) and isinstance(qmin, int) and isinstance(qmax, int):

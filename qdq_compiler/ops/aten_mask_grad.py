@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .aten_common import ASSERT_TAIL
 from .family import FLAT, Family
 from .rules import Rules
 from .spec import OpSpec, data, fixed, result
@@ -42,8 +43,7 @@ class AtenMaskGrad(Family):
 
     def mismatched_dtype_words(self, spec, index, got, want):
         if spec.inputs[index].name == "mask":
-            return ("Expected mask.scalar_type() == ScalarType::Bool to be true, but got false.  (Could this error "
-                    "message be improved?  If so, please report an enhancement request to PyTorch.)")
+            return f"Expected mask.scalar_type() == ScalarType::Bool to be true, but got false.{ASSERT_TAIL}"
         return None
 
     def channel_axis(self, spec, attrs, rank):

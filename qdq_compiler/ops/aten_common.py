@@ -1,0 +1,44 @@
+"""What PyTorch's aten families share: the variant record, dtype names as PyTorch's messages spell them, and
+a ``Family`` base whose per-channel ops run in the [outer, C, inner] layout along their ``axis``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .family import AXIS, FLAT, Family
+
+# The tail of ATen's TORCH_CHECK messages without a message of their own.
+ASSERT_TAIL = ("  (Could this error message be improved?  If so, please report an enhancement request to "
+               "PyTorch.)")
+_TORCH_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def torch_name(name: str) -> str:
+    """A NumPy dtype name as PyTorch's messages spell the ScalarType (float64 -> Double)."""
+    return _TORCH_NAMES.get(name, name)
+
+
+@dataclass(frozen=True)
+class Variant:
+    per_channel: bool = False
+    mask: bool = False          # returns (output, mask)
+    enabled: bool = False       # takes fake_quant_enabled (the tensor-qparams cachemask op)
+    learnable: bool = False     # LSQ: a float zero point, rounded half to even and clamped first (on the host)
+
+
+class AtenFamily(Family):
+    """An aten family: per-channel ops along any axis (the AXIS layout), per-tensor ones flat; the structural
+    attributes are the axis and those a family adds (``extra_structural``)."""
+    extra_structural: frozenset = frozenset()
+
+    def mismatched_dtype_words(self, spec, index, got, want):
+        return None
+
+    def channel_axis(self, spec, attrs, rank):
+        return attrs["axis"] if spec.variant.per_channel else None
+
+    def layout(self, spec, attrs):
+        return AXIS if spec.variant.per_channel else FLAT
+
+    def structural(self, spec):
+        return (frozenset({"axis"}) | self.extra_structural) & set(spec.attr_map)
