@@ -13,7 +13,8 @@ Not errors: a zero, negative, NaN or infinite scale (PyTorch divides by any scal
 the compiled result is the oracle's, bit for bit; so is a float per-channel zero point outside the range
 (PyTorch checks only integer ones).
 
-Cases marked xfail(strict) are package bugs found while writing these tests: each reason says what is wrong.
+Every aten op of the registry has cases, the learnable (LSQ) ops included. Cases marked xfail(strict) are
+package bugs found while writing these tests: each reason says what is wrong.
 """
 from __future__ import annotations
 

@@ -14,12 +14,15 @@ same ``QDQError`` (same class, same message) or both succeed with bit-equal outp
 positions, signs of zero, every other bit). Any other exception fails the test.
 
 Scales are drawn in [2^-100, 2^100] (with 0.1, 1 and 2^-20 now and then): the cpu target flushes subnormals
-in hardware (FTZ/DAZ) while PyTorch does not, which can change a result only when |scale| < 2^-125 or
+in hardware (FTZ/DAZ) while PyTorch does not, which is meant to change a result only when |scale| < 2^-125 or
 |scale| > 2^126, so within these bounds every bit is PyTorch's. (A zero, negative or non-finite scale is in
-test_aten_bad_input.py.)
+test_aten_bad_input.py.) A float per-channel zero point within 2^-24 of zero (but not zero) is not drawn:
+there the cpu target differs with any scale, a bug kept visible by test_tiny_float_zero_point_agrees
+(xfail, strict).
 
 Compiles are cached per structural configuration (op, dtype, zero point dtype), so the examples reuse a few
-dozen artifacts; the whole file takes well under a minute on 2 cores with a warm artifact cache.
+dozen artifacts; the whole file takes ~15 s on 2 cores with a warm artifact cache (~40 s compiling them).
+The learnable (LSQ) ops are not drawn here: their gradient sums are free within a bound (policy 6).
 """
 from __future__ import annotations
 
@@ -53,8 +56,8 @@ OPS = PER_TENSOR + PER_CHANNEL + BACKWARD
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 BF16 = ml_dtypes.bfloat16
 F32, F64 = np.float32, np.float64
-MAX_EXAMPLES = 50    # per op (valid and invalid); the file is ~30-40 s on 2 cores with a warm artifact cache
-VALID_EXAMPLES = 20  # per op, valid draws only
+MAX_EXAMPLES = 60    # per op (valid and invalid): the file is ~15 s on 2 cores with a warm artifact cache
+VALID_EXAMPLES = 30  # per op, valid draws only
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                         HealthCheck.filter_too_much])
@@ -80,6 +83,7 @@ def _specials16(dtype) -> list[float]:
 # scales: positive, in [2^-100, 2^100] (see the module docstring), with a few usual ones
 SCALES = st.one_of(
     st.sampled_from([0.1, 1.0, 2.0 ** -20]),
+    st.integers(-100, 100).map(lambda e: 2.0 ** e),          # exact ties: x * (1 / scale) == k + 1/2
     st.builds(lambda e, m: m * 2.0 ** e, st.integers(-100, 99), st.floats(1, 2, exclude_max=True)),
     st.builds(lambda e, m: m * 2.0 ** e, st.integers(-12, 4), st.floats(1, 2, exclude_max=True)),
 )
@@ -87,10 +91,11 @@ OFFSETS = np.array([0.0, 0.5, -0.5, 0.25, -0.75, 0.49999997, 0.50000006, 1e-3, -
 
 
 @st.composite
-def data_arrays(draw, dtype: str, shape, scale=None, lo=-130, hi=130):
+def data_arrays(draw, dtype: str, shape, scale=None, lo=-130, hi=130, zero_point=0.0):
     """Input or gradient data of ``shape``: a drawn pool of values (specials included) scattered, over a ramp
-    or alone, and, given ``scale`` (broadcastable to ``shape``), some values aimed at levels k * scale in
-    [lo, hi] and at their midpoints."""
+    or alone, and, given ``scale`` (and ``zero_point``, both broadcastable to ``shape``), some values aimed at
+    the levels, (k - zero_point) * scale for k in [lo, hi], and at their midpoints (with a float zero point,
+    where zero_point + x / scale is a tie: where a fused multiply-add and a multiply then add can differ)."""
     dt = _np_dtype(dtype)
     wide = F64 if dt == F64 else F32
     n = int(np.prod(shape, dtype=np.int64))
@@ -110,10 +115,18 @@ def data_arrays(draw, dtype: str, shape, scale=None, lo=-130, hi=130):
         base = base.reshape(shape)
         if scale is not None and n and draw(st.booleans()):
             k = rng.integers(min(lo, hi), max(lo, hi) + 1, size=shape).astype(F64)
-            aimed = (k + rng.choice(OFFSETS, size=shape)) * np.asarray(scale, F64)
+            aimed = (k + rng.choice(OFFSETS, size=shape) - np.asarray(zero_point, F64)) * np.asarray(scale, F64)
             base = np.where(rng.random(shape) < 0.7, aimed, base)
         out = np.asarray(base, F64).astype(wide).astype(dt)
     return np.array(out, order="C")
+
+
+# a dimension: 1..5, now and then 0 (an empty tensor)
+DIMS = st.integers(0, 9).map(lambda v: 0 if v == 0 else 1 + v % 5)
+
+
+def shapes(rank):
+    return st.lists(DIMS, min_size=rank, max_size=rank).map(tuple)
 
 
 @st.composite
@@ -169,7 +182,7 @@ def per_tensor_call(draw, op, faults=True):
     fault = draw(st.sampled_from([f for f in PT_FAULTS if tq or f != "enabled_size"])) \
         if faults and draw(st.booleans()) else None
     rank = draw(st.integers(0, 4))
-    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank)))
+    shape = draw(shapes(rank))
     qmin, qmax = draw(faulty_range(fault))
     zp = draw(st.integers(qmin, qmax)) if qmin <= qmax else qmin
     if fault == "zero_point_range":   # an error, but for the tensor-qparams op (PyTorch checks none there)
@@ -181,7 +194,7 @@ def per_tensor_call(draw, op, faults=True):
     if fault == "dtype":
         x = np.arange(int(np.prod(shape))).reshape(shape).astype(draw(st.sampled_from(["int32", "int64", "bool"])))
     else:
-        x = draw(data_arrays(dtype, shape, F32(scale), qmin - zp - 3, qmax - zp + 3))
+        x = draw(data_arrays(dtype, shape, F32(scale), qmin - 3, qmax + 3, zp))
     wrong = draw(st.sampled_from(["scale", "zero_point"])) if fault == "qparam_size" else None
     sc = draw(one_element(scale, ["float32", "float64"], wrong == "scale"))
     zp_dtypes = ["int32", "int64"] + (["float32"] if tq and abs(zp) < 2 ** 24 else [])
@@ -198,12 +211,16 @@ def per_tensor_call(draw, op, faults=True):
     return _arguments(draw, names, values) + (fault,)
 
 
+def _not_tiny(v: float) -> float:
+    return 0.0 if abs(v) < 2.0 ** -24 else v
+
+
 @st.composite
 def per_channel_call(draw, op, faults=True):
     """(args, kwargs, fault) of a per-channel forward op."""
     fault = draw(st.sampled_from(PC_FAULTS)) if faults and draw(st.booleans()) else None
     rank = 0 if fault == "rank0" else draw(st.integers(1, 4))
-    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank)))
+    shape = draw(shapes(rank))
     if fault in ("axis", "rank0"):
         axis = draw(st.sampled_from([-1, -rank - 1, rank, rank + 1, 0]))
         if 0 <= axis < rank:
@@ -221,8 +238,9 @@ def per_channel_call(draw, op, faults=True):
     lo, hi = (qmin, qmax) if qmin <= qmax else (qmax, qmin)
     if zp_dtype in ("int32", "int64"):
         zp = np.array(draw(st.lists(st.integers(lo, hi), min_size=c, max_size=c)), F64)
-    else:   # a float zero point: anywhere near the range (PyTorch checks the range of integer ones only)
-        zp = np.array(draw(st.lists(st.one_of(st.floats(lo - 2, hi + 2), st.integers(lo, hi)),
+    else:   # a float zero point: anywhere near the range (PyTorch checks the range of integer ones only), but
+        # not within 2^-24 of 0 (a known cpu bug: test_tiny_float_zero_point_agrees)
+        zp = np.array(draw(st.lists(st.one_of(st.floats(lo - 2, hi + 2).map(_not_tiny), st.integers(lo, hi)),
                                     min_size=c, max_size=c)), F64)
     if fault == "zero_point_range" and c:
         zp[draw(st.integers(0, c - 1))] = _out_of_range(draw, qmin, qmax)
@@ -247,10 +265,13 @@ def per_channel_call(draw, op, faults=True):
     if fault == "dtype":
         x = np.arange(int(np.prod(shape))).reshape(shape).astype(draw(st.sampled_from(["int32", "int64", "bool"])))
     else:
-        aim = None
-        if 0 <= axis < rank and np.ndim(scale) == 1 and scale.size == shape[axis]:
-            aim = scale.astype(F32).astype(F64).reshape([-1 if d == axis else 1 for d in range(rank)])
-        x = draw(data_arrays(dtype, shape, aim, lo - hi - 3, hi - lo + 3))
+        aim, zp_aim = None, 0.0
+        if 0 <= axis < rank and np.ndim(scale) == 1 and scale.size == shape[axis] and np.shape(zp) == scale.shape:
+            along = [-1 if d == axis else 1 for d in range(rank)]
+            aim = scale.astype(F32).astype(F64).reshape(along)
+            with np.errstate(invalid="ignore"):
+                zp_aim = np.nan_to_num(zp.astype(F64), posinf=0.0, neginf=0.0).reshape(along)
+        x = draw(data_arrays(dtype, shape, aim, lo - 3, hi + 3, zp_aim))
     names = ["input", "scale", "zero_point", "axis", "quant_min", "quant_max"]
     return _arguments(draw, names, [x, scale, zp, axis, qmin, qmax]) + (fault,)
 
@@ -260,7 +281,7 @@ def backward_call(draw, op, faults=True):
     """(args, kwargs, fault) of a mask backward op."""
     fault = draw(st.sampled_from(BW_FAULTS)) if faults and draw(st.booleans()) else None
     rank = draw(st.integers(0, 4))
-    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank)))
+    shape = draw(shapes(rank))
     if fault == "dtype":
         grad = np.arange(int(np.prod(shape))).reshape(shape).astype(draw(st.sampled_from(["int32", "int64", "bool"])))
     else:
@@ -373,3 +394,19 @@ def test_generator_reaches_both_outcomes(op):
             assert len(kinds) >= 3, (op, kinds)
         else:
             assert seen == {"ok": 100}, (op, seen)
+
+
+@pytest.mark.parametrize("zp, scale", [(1e-40, 1.0), (-1e-40, 0.1), (3e-39, 2.0 ** -20), (2.0 ** -126, 0.1)],
+                         ids=["subnormal-zp-scale-1", "negative-subnormal-zp", "subnormal-zp-scale-2^-20",
+                              "smallest-normal-zp-scale-0.1"])
+@pytest.mark.parametrize("op", PER_CHANNEL)
+@pytest.mark.xfail(strict=True, reason="a tiny float per-channel zero point: cpu flushes a subnormal zero point "
+                                       "(DAZ) and a subnormal (q - zp) * scale (FTZ), with scales well inside "
+                                       "[2^-100, 2^100]; PyTorch (and the oracle) keep them")
+def test_tiny_float_zero_point_agrees(op, zp, scale):
+    x = np.array([[0.0], [0.3], [1.0], [-2.0]], F32)
+    args = (x, np.array([scale], F32), np.array([zp], F32), 1, -128, 127)
+    got = as_tuple(getattr(q.aten, op)(*args, target="cpu"))
+    want = as_tuple(getattr(q.oracle.aten, op)(*args))
+    for g, w in zip(got, want):
+        assert bit_equal(g, w), describe_diff(g, w)
