@@ -57,7 +57,7 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     template rendering, no MLIR parsing, no compiler.
     """
     t = targets.get(cfg.target)
-    require_program(t, cfg.spec, cfg.attr, cfg.dtype, cfg.semantics)
+    t.require_dtype(cfg.dtype)
     flags = t.compile_flags + t.tuning_flags(cfg.tuning) + t.fma_flags(cfg.fma) + tuple(extra_flags)
     art = _artifacts.get((cfg, flags))
     if art is not None:
@@ -76,20 +76,6 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
             _compile.store_index(identity, key)
     _artifacts[(cfg, flags)] = art
     return art
-
-
-def program_gap(t, spec, attrs, dtype: str, semantics: str) -> str:
-    """Why target ``t`` cannot run the program of ``spec`` with ``attrs`` in ``dtype`` ('' when it can): its
-    dtype, or a Limit the semantics' rules say the program needs (Rules.needs)."""
-    return t.program_gap(dtype, spec.family.rules(semantics).needs(spec, attrs, dtype))
-
-
-def require_program(t, spec, attrs, dtype: str, semantics: str):
-    why = program_gap(t, spec, attrs, dtype, semantics)
-    if why:
-        able = [n for n, o in targets.TARGETS.items() if not program_gap(o, spec, attrs, dtype, semantics)]
-        raise QDQError(f"target {t.name!r} cannot run this {dtype} program: {why}; targets that can: "
-                       f"{', '.join(able)}", op=spec.name, arg="target")
 
 
 def _shape_plan(call: Call, target: str):
@@ -166,7 +152,7 @@ def run(call: Call, target: str = "cpu", static: bool = False, out=None) -> tupl
     if t.is_reference:
         return _into_out(compute(call), out)
     t.require_available()
-    require_program(t, call.spec, call.attrs, call.dtype_name, call.semantics)
+    t.require_dtype(call.dtype_name)
     if call.data.size == 0 and not t.limits.empty_buffers:
         return _into_out(compute(call), out)  # nothing to compile: run_plan would answer on the host
     return run_plan(call, plan_for(call, target, static), out)

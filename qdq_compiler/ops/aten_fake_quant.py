@@ -188,15 +188,8 @@ def _fma(spec, attrs, dtype):
     return spec.variant.per_channel and attrs.get("zero_point_dtype", "int32") == "float32"
 
 
-def needs(spec, attrs, dtype):
-    """A float zero point's double product, and a float64 input's float32 product (per-tensor) or lrintf
-    (float zero point), convert float64 to float32."""
-    narrows = _float_zp(spec, attrs) or (dtype == "float64" and not spec.variant.per_channel)
-    return ("narrows_float64",) if narrows else ()
-
-
 RULES = {"torch-cpu": Rules(oracle, "aten_fake_quant.mlir.j2", DTYPES, check=check, params=params,
-                            fused_multiply_add=_fma, needs=needs)}
+                            fused_multiply_add=_fma)}
 
 
 class AtenFakeQuant(AtenFamily):

@@ -36,10 +36,6 @@ def _no_fma(spec, attrs, dtype: str) -> bool:
     return False
 
 
-def _no_needs(spec, attrs, dtype: str) -> tuple:
-    return ()
-
-
 @dataclass(frozen=True)
 class Rules:
     """One family's behaviour under one semantics.
@@ -54,8 +50,6 @@ class Rules:
     arithmetic                        the template's arithmetic policy (``k.arith.<name>``): named choices
                                       where references compute one op differently (how a clamp picks, how an
                                       inverse is formed, ...), so that a family has one template
-    needs(spec, attrs, dtype)         the target Limits a program needs beyond its dtype (names of Limits'
-                                      booleans: "narrows_float64"); a target without one reports a gap
     round_each_op                     16-bit types: every operation's result is rounded to the storage type
                                       (macro rnd), not only the op's outputs
     fused_multiply_add(spec, attrs, dtype)  whether the program rounds multiply-adds once (macro fma): the
@@ -70,6 +64,5 @@ class Rules:
     dtype_hint: Callable = _no_hint
     params: Callable = _no_params
     fused_multiply_add: Callable = _no_fma
-    needs: Callable = _no_needs
     arithmetic: Mapping[str, Any] = field(default_factory=dict)
     round_each_op: bool = False

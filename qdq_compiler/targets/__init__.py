@@ -55,9 +55,6 @@ class Quirks:
 REDUCTION_BLOCK = 4096
 
 
-LIMIT_WORDS = {"narrows_float64": "it converts float64 to a narrower type, which IREE 3.13 does not compile for it"}
-
-
 @dataclass(frozen=True)
 class Limits:
     """What a target cannot do, as numbers the generic code acts on."""
@@ -72,8 +69,6 @@ class Limits:
     outer_reductions: bool = True            # compiles reductions over the outer dim of [?, ?] data (IREE 3.13's
     #   vulkan-spirv fails on tf-xla's NaN-skipping per-channel range there: "failed to legalize unresolved
     #   source materialization"): without, per-axis data that reduces stays [outer, C, 1] (canonical_view)
-    narrows_float64: bool = True             # converts float64 to narrower types (vmvx cannot: IREE 3.13 legalizes
-    #   no f64 truncf, fptosi or sitofp there); programs that need it (Rules.needs) are a reported gap
     idle_device_s: float | None = None       # close the runtime device after this many idle seconds (None:
     #   keep it for the process): IREE's Vulkan device on lavapipe spins two threads while it exists
     #   (device_sessions.py)
@@ -168,15 +163,6 @@ class Target:
         if dtype not in self.dtypes:
             return dict(self.dtype_gaps).get(dtype, f"{self.name} has no {dtype}")
         return ""
-
-    def program_gap(self, dtype: str, needs=()) -> str:
-        """Why this target cannot run a program of ``dtype`` that needs the ``Limits`` named in ``needs``
-        (``Rules.needs``: e.g. "narrows_float64"); '' when it can."""
-        why = self.dtype_gap(dtype)
-        if why:
-            return why
-        missing = [n for n in needs if not getattr(self.limits, n)]
-        return LIMIT_WORDS[missing[0]] if missing else ""
 
     def widens_on_host(self, dtype: str, reduces: bool) -> bool:
         """Whether a program's narrow (16-bit) inputs cross the boundary as float32 (``Limits.narrow_reductions``)."""
@@ -317,7 +303,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            bit_exact=False, quirks=_LLVM_CPU_QUIRKS, caller_storage=True, multiply_add=MultiplyAdd("host"),
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
-           limits=Limits(narrow_reductions=False, narrows_float64=False),
+           limits=Limits(narrow_reductions=False),
            quirks=Quirks(roundeven_drops_zero_sign=True, folds_mul_by_zero=True, ordered_ge_true_for_nan=True)),
     Target("vulkan", "vulkan-spirv", "vulkan",
            ("--iree-vulkan-target=llvmpipe", "--iree-hal-external-resources-mappable"),

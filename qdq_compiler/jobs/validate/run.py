@@ -78,7 +78,7 @@ def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | 
     work, seen = [], set()
     for e in entries:
         for t in targets:
-            if execute.program_gap(T.get(t), op_registry.get(e.op), dict(e.attrs), e.dtype, e.semantics):
+            if T.get(t).dtype_gap(e.dtype):
                 continue  # reported as a skip with the reason (cells.run_cell)
             cfgs = [execute.config_for_entry(e, t, _shape_for(e, max(sizes)) if e.static else None)]
             if not e.static:
@@ -178,7 +178,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         for e in entries:
             if (e.name, t) in compile_errors:
                 cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
-            elif not execute.program_gap(T.get(t), op_registry.get(e.op), dict(e.attrs), e.dtype, e.semantics):
+            elif not T.get(t).dtype_gap(e.dtype):
                 cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
     first, total = len(cells), len(entries) * len(run_on)
     _stage(f"running {_count(len(entries) * len(run_on), 'cell')} ({_count(len(entries), 'configuration')} on "
@@ -206,7 +206,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     text = (f"{exact} of {_count(compared, 'cell')} exact ({_count(len(entries), 'configuration')} x "
             f"{_count(len(run_on), 'target')}: {', '.join(run_on) or 'none'}; sizes {', '.join(map(str, sizes))})"
             + (f"; {compiled} compiled, not run: {', '.join(compile_only)}" if compile_only else "")
-            + (f"; {len(cells) - compared - compiled} skipped (a dtype or capability the target lacks: the report says which)"
+            + (f"; {len(cells) - compared - compiled} skipped (a dtype the target lacks)"
                if len(cells) - compared - compiled else "")
             + (f"; targets skipped: {', '.join(skipped)}" if skipped else "") + f"; {elapsed:.1f} s")
     summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
