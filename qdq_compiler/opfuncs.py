@@ -4,11 +4,13 @@ framework returns them (one array, or a namedtuple with its names)."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import inspect
+import re
 
 from . import ops as R
-from .errors import QDQTypeError
+from .errors import QDQError, QDQTypeError
 from .validation import bind
 
 
@@ -64,7 +66,9 @@ def aten_arguments(fn):
         try:
             sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise QDQTypeError(f"{fn.__name__}: {e}; arguments are: {', '.join(names)}") from None
+            quoted = re.search(r"'(\w+)'", str(e))   # the argument Python's message names, if any
+            raise QDQTypeError(f"{fn.__name__}: {e}; arguments are: {', '.join(names)}",
+                               arg=quoted.group(1) if quoted else None) from None
         return fn(*args, **kwargs)
     return checked
 
@@ -85,8 +89,9 @@ def run_compiled(op: str, arguments: dict):
     if spec.namespace == "tf":
         return pack(op, _execute_run(bind(op, kwargs, semantics=semantics), target))
     # the framework's argument kinds (a Python float scale, 1-element tensors...) and result shapes
-    call = bind(op, spec.family.public_arguments(spec, kwargs), semantics=semantics)
-    return pack(op, spec.family.public_results(spec, call, _execute_run(call, target)))
+    with _naming(op):
+        call = bind(op, spec.family.public_arguments(spec, kwargs), semantics=semantics)
+        return pack(op, spec.family.public_results(spec, call, _execute_run(call, target)))
 
 
 def run_oracle(op: str, arguments: dict):
@@ -97,5 +102,20 @@ def run_oracle(op: str, arguments: dict):
     spec = R.get(op)
     if spec.namespace == "tf":
         return pack(op, compute(bind(op, kwargs, semantics=semantics)))
-    call = bind(op, spec.family.public_arguments(spec, kwargs), semantics=semantics)
-    return pack(op, spec.family.public_results(spec, call, compute(call)))
+    with _naming(op):
+        call = bind(op, spec.family.public_arguments(spec, kwargs), semantics=semantics)
+        return pack(op, spec.family.public_results(spec, call, compute(call)))
+
+
+@contextlib.contextmanager
+def _naming(op: str):
+    """A call's argument errors that name no op (an unknown target or semantics) start with the op's name, as
+    every other error of the call does."""
+    try:
+        yield
+    except (QDQTypeError, QDQError) as e:
+        if e.op is not None or type(e) not in (QDQError, QDQTypeError):
+            raise
+        named = type(e)(str(e), op=op, arg=e.arg, reference=e.reference)   # str(e) holds the framework's words
+        named.tf_message = e.tf_message
+        raise named from None

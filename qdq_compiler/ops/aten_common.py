@@ -10,7 +10,8 @@ from .family import AXIS, FLAT, Family
 ASSERT_TAIL = ("  (Could this error message be improved?  If so, please report an enhancement request to "
                "PyTorch.)")
 _TORCH_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def torch_name(name: str) -> str:

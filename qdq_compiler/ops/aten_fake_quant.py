@@ -137,14 +137,11 @@ def check(c, spec, arrays, attrs):
     scale, zp = arrays["scale"], arrays["zero_point"]
     if spec.variant.per_channel:
         axis = attrs["axis"]
-        if not 0 <= axis < x.ndim:
-            c.fail(f"axis={axis} is out of range for an input of rank {x.ndim}; allowed: 0..{x.ndim - 1}", "axis",
-                   tf="`axis` must be between 0 and number of dimensions of input" if axis < 0 else
-                   f"Dimension out of range (expected to be in range of [{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}], "
-                   f"but got {axis})")
-        if scale.ndim != 1 or zp.ndim != 1:
-            c.fail(f"scale and zero_point must be vectors (rank 1), got shapes {list(scale.shape)} and "
-                   f"{list(zp.shape)}", "scale", tf="scale should be a 1-D tensor")
+        check_axis(c, axis, x.ndim)
+        for n, t, words in (("scale", scale, "scale should be a 1-D tensor"),
+                            ("zero_point", zp, "zero point should be a 1-D tensor")):
+            if t.ndim != 1:
+                c.fail(f"{n} must be a vector (rank 1), got shape {list(t.shape)}", n, tf=words)
         if scale.shape != zp.shape:
             c.fail(f"scale has {scale.size} elements but zero_point has {zp.size}; they must be equal", "zero_point",
                    tf="scale and zero-point need to have the same dimensions")
@@ -156,11 +153,25 @@ def check(c, spec, arrays, attrs):
             c.fail(f"zero_point has values outside [quant_min, quant_max] = [{qmin}, {qmax}] "
                    f"(first: {fmt_number(zp[np.argmax(zp_bad)])})", "zero_point",
                    tf="`zero_point` must be between `quant_min` and `quant_max`.")
-    elif not spec.variant.enabled:   # the tensor-qparams op checks no zero point (measured)
-        if not qmin <= int(zp) <= qmax:
+    elif not spec.variant.enabled and not attrs.get("tensor_qparams"):   # the tensor-qparams ops check no
+        if not qmin <= int(zp) <= qmax:                                      # zero point (measured)
             c.fail(f"zero_point={int(zp)} is outside [quant_min, quant_max] = [{qmin}, {qmax}]", "zero_point",
                    tf="`zero_point` must be between `quant_min` and `quant_max`.")
     _warn_scale(c, scale)
+
+
+def check_axis(c, axis: int, rank: int):
+    """A per-channel axis in PyTorch's order of checks: ``self.size(axis)`` first (c10's dimension errors), then
+    the op's own ``axis >= 0``."""
+    if rank == 0:
+        c.fail(f"axis={axis}: a per-channel op needs an input of rank >= 1, got a scalar", "axis",
+               tf=f"Dimension specified as {axis} but tensor has no dimensions")
+    if not -rank <= axis < rank:
+        c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: 0..{rank - 1}", "axis",
+               tf=f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {axis})")
+    if axis < 0:
+        c.fail(f"axis={axis} must not be negative; allowed: 0..{rank - 1}", "axis",
+               tf="`axis` must be between 0 and number of dimensions of input")
 
 
 def _warn_scale(c, scale):
@@ -198,12 +209,14 @@ class AtenFakeQuant(AtenFamily):
     extra_structural = frozenset({"zero_point_dtype"})
 
     def wrong_dtype_words(self, spec, input_name, dtype):
-        return f'"fake_quantize_tensor_cachemask_kernel_type_handling" not implemented for \'{dtype.name}\''
+        kernel = "fake_quantize_channel_cachemask_cpu_type_handling" if spec.variant.per_channel else \
+            "fake_quantize_tensor_cachemask_kernel_type_handling"
+        return f'"{kernel}" not implemented for \'{torch_name(dtype.name)}\''
 
     def mismatched_dtype_words(self, spec, index, got, want):
         name = spec.inputs[index].name
-        if name == "scale":
-            return f"Scale must be Float or BFloat16, found {torch_name(got.name)}"
+        if name == "scale":   # PyTorch's check lets BFloat16 through (its kernel then asserts): no words of its
+            return None if got.name == "bfloat16" else f"Scale must be Float or BFloat16, found {torch_name(got.name)}"
         if name == "zero_point":
             return f"Zero-point must be Int32, Float or Half, found {torch_name(got.name)}"
         return None
@@ -231,6 +244,9 @@ class AtenFakeQuant(AtenFamily):
         x = out.get("input")
         if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0 and dtypes.name_of(x.dtype) != "bfloat16":
             out["input"] = np.reshape(x, (1,))   # PyTorch answers a 0-d input with [1] results (bfloat16: 0-d)
+        if "tensor_qparams" in spec.attr_map:   # PyTorch's overload: tensors pick .tensor_qparams (no zp check);
+            out["tensor_qparams"] = any(np.ndim(out.get(n)) >= 1 for n in ("scale", "zero_point")  # numbers and
+                                        if isinstance(out.get(n), np.ndarray))                    # 0-d arrays don't
         for name, kind in (("scale", F32), ("zero_point", np.int32), ("fake_quant_enabled", np.int32)):
             if name in out:
                 out[name] = _item(spec, name, out[name], kind)
@@ -307,6 +323,10 @@ def _item(spec, name: str, value, kind):
         raise QDQError(f"{name}={value!r} is not a number that converts to an int", op=spec.name, arg=name,
                        reference="PyTorch", tf_message="value cannot be converted to type int without overflow")
     v = int(value)                                       # .item().toInt(): a float truncates toward zero
+    if not -2 ** 31 <= v < 2 ** 31 and not from_tensor and name == "zero_point":   # PyTorch's int64: the range
+        raise QDQError(f"zero_point={v} is outside any quantisation range qdq_compiler computes (|q| <= 2^24, "
+                       f"int32)", op=spec.name, arg=name, reference="PyTorch",
+                       tf_message="`zero_point` must be between `quant_min` and `quant_max`.")
     if not -2 ** 31 <= v < 2 ** 31:
         raise QDQError(f"{name}={v} does not fit in int32; allowed: -2^31..2^31-1", op=spec.name, arg=name,
                        reference="PyTorch", tf_message="value cannot be converted to type int without overflow")
@@ -324,6 +344,10 @@ def learnable_arguments(spec, kwargs):
     if not isinstance(zp, (np.ndarray, np.generic)) or not isinstance(qmin, int) or not isinstance(qmax, int):
         return out   # bind names what is wrong
     z = np.asarray(zp)
+    if (z.dtype.kind == "f" or dtypes.is_float(z.dtype)) and np.isnan(z.astype(F64)).any():
+        raise QDQError("zero_point is nan; it must lie within [quant_min, quant_max]", op=spec.name,
+                       arg="zero_point", reference="PyTorch",
+                       tf_message="`zero_point` must be between `quant_min` and `quant_max`.")
     if z.dtype.kind == "f" or dtypes.is_float(z.dtype):
         with np.errstate(invalid="ignore"):
             r = np.rint(z.astype(F64))
@@ -335,6 +359,9 @@ def learnable_arguments(spec, kwargs):
     if spec.variant.per_channel:
         out["zero_point"] = z
         return out
+    if not isinstance(out.get("scale"), (np.ndarray, np.generic)):
+        raise QDQTypeError(f"scale={out.get('scale')!r} must be a float32 tensor (one element or more; element 0 "
+                           f"is used)", op=spec.name, arg="scale")
     scale = np.asarray(out.get("scale"))
     for name, a in (("scale", scale), ("zero_point", np.asarray(zp))):
         if a.ndim == 0 or a.size == 0:
@@ -359,11 +386,13 @@ _ENABLED = scalar("fake_quant_enabled", "enabled", "int32", 1)
 _PT_ATTRS = (QUANT_MIN, QUANT_MAX)
 _PC_ATTRS = (AXIS_ATTR, QUANT_MIN, QUANT_MAX, ZP_DTYPE)
 GRAD_FACTOR = attr("grad_factor", float, 1.0, doc="LSQ's gradient scale (the forward ignores it)")
+TENSOR_QPARAMS = attr("tensor_qparams", bool, False, doc="set from the call: scale/zero_point given as tensors pick "
+                      "PyTorch's .tensor_qparams overload, which checks no zero point")
 _MASKED = (result("output"), result("mask", "bool"))
 
 
 def _spec(name, inputs, attrs, results, variant, doc):
-    signature = tuple(i.name for i in inputs) + tuple(a.name for a in attrs if a is not ZP_DTYPE)
+    signature = tuple(i.name for i in inputs) + tuple(a.name for a in attrs if a not in (ZP_DTYPE, TENSOR_QPARAMS))
     if variant.per_channel:   # the schema's order: ..., axis, quant_min, quant_max
         signature = ("input", "scale", "zero_point", "axis", "quant_min", "quant_max")
     if variant.learnable and "grad_factor" not in signature:
@@ -373,7 +402,7 @@ def _spec(name, inputs, attrs, results, variant, doc):
 
 
 SPECS = (
-    _spec("fake_quantize_per_tensor_affine", _PER_TENSOR, _PT_ATTRS, (result("output"),), Variant(),
+    _spec("fake_quantize_per_tensor_affine", _PER_TENSOR, _PT_ATTRS + (TENSOR_QPARAMS,), (result("output"),), Variant(),
           "(clamp(zero_point + nearbyint(input * (1/scale))) - zero_point) * scale, one scale and zero point."),
     _spec("fake_quantize_per_tensor_affine_cachemask", _PER_TENSOR, _PT_ATTRS, _MASKED, Variant(mask=True),
           "fake_quantize_per_tensor_affine and the mask of the elements whose level was in range."),

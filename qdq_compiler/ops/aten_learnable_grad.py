@@ -21,10 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..errors import QDQError
+from ..errors import QDQTypeError
 from ..numerics import fma
 from . import aten_sum
 from .aten_common import ASSERT_TAIL, AtenFamily, Variant
+from .aten_fake_quant import check_axis
 from .rules import Rules
 from .spec import RANGE, OpSpec, Output, attr, data, fixed, result, scalar
 
@@ -96,11 +97,11 @@ def check(c, spec, arrays, attrs):
                tf="`zero_point` must be between `quant_min` and `quant_max`.")
     if spec.variant.per_channel:
         axis, scale = attrs["axis"], arrays["scale"]
-        if not 0 <= axis < max(x.ndim, 1):
-            c.fail(f"axis={axis} is out of range for an input of rank {x.ndim}; allowed: 0..{x.ndim - 1}", "axis",
-                   tf="`axis` must be between 0 and number of dimensions of input" if axis < 0 else
-                   f"Dimension out of range (expected to be in range of [{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}], "
-                   f"but got {axis})")
+        check_axis(c, axis, x.ndim)
+        for n, t, words in (("scale", scale, "scale should be a 1-D tensor"),
+                            ("zero_point", zp, "zero point should be a 1-D tensor")):
+            if t.ndim != 1:
+                c.fail(f"{n} must be a vector (rank 1), got shape {list(t.shape)}", n, tf=words)
         if scale.shape != zp.shape:
             c.fail(f"scale has {scale.size} elements but zero_point has {zp.size}", "zero_point",
                    tf="scale and zero-point need to have the same dimensions")
@@ -146,7 +147,7 @@ class AtenLearnableGrad(AtenFamily):
                 if widen and dtypes.is_float(v.dtype):
                     v = v.astype(F32)
                 elif v.dtype != F32:
-                    raise QDQError(f"{name} has dtype {v.dtype}; the learnable gradients take float32 (or any float "
+                    raise QDQTypeError(f"{name} has dtype {v.dtype}; the learnable gradients take float32 (or any float "
                                    f"type beside a bfloat16 input)", op=spec.name, arg=name, reference="PyTorch",
                                    tf_message=f"Expected {_TORCH_ARG[name]}.scalar_type() == ScalarType::Float to be "
                                               f"true, but got false.{ASSERT_TAIL}")

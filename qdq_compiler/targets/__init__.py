@@ -211,7 +211,7 @@ class Target:
 class Reference:
     """The NumPy oracle, accepted where a caller asks for a reference run instead of a compiled one."""
     name: str = "oracle"
-    description: str = "the NumPy reference (TF 2.21's CPU kernels, bit for bit)"
+    description: str = "the NumPy reference (each semantics' framework, bit for bit)"
     is_reference = True
 
     def availability(self) -> tuple[bool, str]:

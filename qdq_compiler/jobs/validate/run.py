@@ -246,7 +246,8 @@ def _why_empty(ops, dtypes, semantics) -> str:
     parts = []
     for name in ops or op_registry.OPS:
         spec = op_registry.get(name)
-        for sem in semantics:
+        own = [s for s in semantics if SEM.get(s).namespace == spec.namespace]   # another namespace's: silent
+        for sem in own or semantics:
             why = (spec.family.rules(sem).unsupported(spec) if spec.family.answers(sem)
                    else f"{name} has no rules under {sem}")
             parts.append(f"{name} under {sem}: {why}" if why else
