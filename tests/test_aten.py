@@ -90,9 +90,17 @@ def test_compiled_matches_pytorch(op, target):
     require(target)
     fn = getattr(q.aten, op)
     cases = [c for c in _cases(op) if "outputs" in c["expect"]]
+    if target != "cpu" and op in SAMPLED_OFF_CPU:
+        cases = [c for c in cases if c["id"].startswith("float32")]
     failures = failures_of(cases, lambda c: _check(lambda **kw: fn(**kw, target=target), c, sums_free=True))
     assert not failures, f"{len(failures)} of {len(cases)} differ on {target}:\n" + "\n".join(failures[:20])
     assert len(cases) >= 8
+
+
+# Off cpu, these ops run their float32 cases only (CI time: every dtype x zero-point kind is a program of its own):
+# their arithmetic is their cachemask forms' (the same template, plus the mask), which run every case on every
+# target here; the whole sweep of both: qdqc validate --targets all --semantics torch-cpu.
+SAMPLED_OFF_CPU = {"fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine"}
 
 
 X = np.array([-1.26, -0.35, -0.05, 0.0, 0.05, 0.15, 0.25, 1.3, np.nan, np.inf], F32)
