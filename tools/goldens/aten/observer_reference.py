@@ -1,9 +1,8 @@
 """The measured NumPy reference of the fused moving-average observer (fused_moving_avg_obs_fake_quant), kept
 for the step that implements it: written by experiment against PyTorch 2.13 (README.md beside this file, part
-2: 0 mismatches over 300 per-tensor and 534 per-row cases). Not part of the package; it imports ``aten_sum``
-from qdq_compiler.ops for the LSQ sums it also models (the package has those: ops/aten_learnable_grad.py)."""
+2: 0 mismatches over 300 per-tensor and 534 per-row cases). Not part of the package; it imports
+nothing; the learnable ops it was measured with live in the package (ops/aten_learnable_grad.py)."""
 import numpy as np
-from qdq_compiler.ops.aten_sum import sum_all, sum_keep_axis
 
 F32, F64 = np.float32, np.float64
 
@@ -136,198 +135,10 @@ def _check_index0(*ts):
             _err(f"select(): index 0 out of range for tensor of size {list(a.shape)} at dimension 0", IndexError)
 
 
-# ----------------------------------------------------------------------------- op 1
-def fake_quantize_learnable_per_tensor_affine(x, scale, zero_point, quant_min, quant_max,
-                                              grad_factor=1.0, dtype=None):
-    dtype = dtype or str(np.asarray(x).dtype)
-    _check_index0(scale, zero_point)
-    sc = item_float(scale)
-    zpf = item_float(zero_point)
-    zr = np.rint(zpf)                                                # std::nearbyint (half to even)
-    zc = cpp_min(cpp_max(zr, F32(quant_min)), F32(quant_max))
-    zp = int(f2i64(np.array(zc)))
-    if not quant_min <= quant_max:
-        _err("`quant_min` should be less than or         equal to `quant_max`.")
-    if not (quant_min <= zp <= quant_max):
-        _err("`zero_point` must be between `quant_min` and `quant_max`.")
-    if dtype not in ('float32', 'float64', 'float16', 'bfloat16'):
-        _err(f'"fake_quantize_tensor_cachemask_kernel_type_handling" not implemented for \'{_TORCH_NAMES.get(dtype, dtype)}\'',
-             NotImplementedError)
-    out, _ = _fq_per_tensor_kernel(x, dtype, sc, zp, quant_min, quant_max)
-    return out
-
-
-def _bwd_elem(x, dy, sc, inv, zp_f, qmin, qmax, gf):
-    """shared per-element learnable gradient (float32). sc/inv/zp_f may be arrays (per channel)."""
-    with np.errstate(all='ignore'):
-        if FMA_BWD_XQ:
-            t = fma32(x, inv, zp_f)
-        else:
-            t = (zp_f + (x * inv).astype(F32)).astype(F32)
-        xq = f2i64(np.rint(t))
-        inr = (xq >= qmin) & (xq <= qmax)
-        dx = (dy * inr.astype(F32)).astype(F32)
-        k = np.clip(xq, qmin, qmax)                                   # std::max(std::min(xq,qmax),qmin)
-        kf = (k.astype(F32) - zp_f).astype(F32)                       # int64 - float -> float
-        if FMA_BWD_XFQ:
-            diff = fma32(kf, sc, -x)
-        else:
-            diff = ((kf * sc).astype(F32) - x).astype(F32)
-        ds_in = (((dy * diff).astype(F32) * inv).astype(F32) * gf).astype(F32)
-        ds_small = (F32(qmin) - zp_f).astype(F32)
-        ds_big = (F32(qmax) - zp_f).astype(F32)
-        ds_out = (np.where(xq < qmin, (dy * ds_small).astype(F32), (dy * ds_big).astype(F32)) * gf).astype(F32)
-        dz_out = ((((-dy).astype(F32)) * sc).astype(F32) * gf).astype(F32)
-        dscale = np.where(inr, ds_in, ds_out).astype(F32)
-        dzp = np.where(inr, F32(0), dz_out).astype(F32)
-    return dx, dscale, dzp
-
-
-def fake_quantize_learnable_per_tensor_affine_backward(dy, x, scale, zero_point, quant_min, quant_max,
-                                                       grad_factor=1.0, dtypes=None):
-    """dtypes: dict of torch dtype names for 'dy','x','scale','zero_point' (default from arrays).
-    Returns (dX, dScale[1], dZeroPoint[1]) as float32 arrays, or the inputs for empty x."""
-    dt = {'dy': str(np.asarray(dy).dtype), 'x': str(np.asarray(x).dtype),
-          'scale': str(np.asarray(scale).dtype), 'zero_point': str(np.asarray(zero_point).dtype)}
-    dt.update(dtypes or {})
-    _check_index0(scale, zero_point)
-    sc = item_float(scale)
-    inv = F32(1) / sc if sc != 0 else (F32(np.inf) if not np.signbit(sc) else F32(-np.inf))
-    zpf = item_float(zero_point)
-    zc = cpp_min(cpp_max(F32(zpf + F32(0.5)), F32(quant_min)), F32(quant_max))
-    zp = int(f2i64(np.array(zc)))
-    if dt['x'] == 'bfloat16':      # X, dY, scale, zero_point all converted to float32
-        dt = {k: 'float32' for k in dt}
-    for name, key in (('dY_', 'dy'), ('X_', 'x'), ('scale_', 'scale'), ('zero_point_', 'zero_point')):
-        if dt[key] != 'float32':
-            _err(f"Expected {name}.scalar_type() == ScalarType::Float to be true, but got false.  "
-                 "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
-    x = np.asarray(x, F32)
-    dy = np.asarray(dy, F32)
-    if x.size != dy.size:
-        _err("`X` and `dY` are not the same size")
-    if not (quant_min <= 0 and quant_max >= 0):
-        _err("`quant_min` should be less than or         equal to `quant_max`, and the quantization range should include 0.")
-    if not (quant_min <= zp <= quant_max):
-        _err("`zero_point` must be between `quant_min` and `quant_max`.")
-    if x.size == 0:
-        return x, np.asarray(scale), np.asarray(zero_point)
-    gf = F32(grad_factor)
-    dx, ds, dz = _bwd_elem(x, dy.reshape(x.shape), sc, inv, F32(zp), quant_min, quant_max, gf)
-    return dx, np.array([sum_all(ds, NUM_THREADS)], F32), np.array([sum_all(dz, NUM_THREADS)], F32)
-
-
-# ----------------------------------------------------------------------------- op 2
 def _bshape(v, ndim, axis):
     s = [1] * ndim
     s[axis] = -1
     return np.asarray(v).reshape(s)
-
-
-def fake_quantize_learnable_per_channel_affine(x, scale, zero_point, axis, quant_min, quant_max,
-                                               grad_factor=1.0, dtype=None, scale_dtype=None):
-    dtype = dtype or str(np.asarray(x).dtype)
-    scale_dtype = scale_dtype or str(np.asarray(scale).dtype)
-    x = np.asarray(x)
-    zpa = np.asarray(zero_point)
-    # zero_point.round().clamp_(quant_min, quant_max).to(kInt)
-    if zpa.dtype.kind == 'f':
-        zr = np.rint(zpa)
-        zr = np.where(np.isnan(zr), zr, np.clip(zr, quant_min, quant_max)).astype(zpa.dtype)
-        zi = f2i32(zr)
-    else:
-        zi = np.clip(zpa, quant_min, quant_max).astype(np.int32)
-    if scale_dtype not in ('float32', 'bfloat16'):
-        _err(f"Scale must be Float or BFloat16, found {_TORCH_NAMES[scale_dtype]}")
-    if np.asarray(scale).ndim != 1:
-        _err("scale should be a 1-D tensor")
-    if zi.ndim != 1:
-        _err("zero point should be a 1-D tensor")
-    if np.asarray(scale).size != zi.size:
-        _err("scale and zero-point need to have the same dimensions")
-    nd = x.ndim
-    if not (-max(nd, 1) <= axis < max(nd, 1)):
-        _err(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], but got {axis})", IndexError)
-    if np.asarray(scale).size != x.shape[axis]:
-        _err("dimensions of scale and zero-point are not consistent with input tensor")
-    if not quant_min <= quant_max:
-        _err("`quant_min` should be less than or         equal to `quant_max`.")
-    if zi.size and not (zi.min() >= quant_min and zi.max() <= quant_max):
-        _err("`zero_point` must be between `quant_min` and `quant_max`.")
-    if not (axis >= 0 and axis <= nd):
-        _err("`axis` must be between 0 and number of dimensions of input")
-    if scale_dtype == 'bfloat16':
-        _err('!needs_dynamic_casting<func_t>::check(iter) INTERNAL ASSERT FAILED at '
-             '"/__w/pytorch/pytorch/aten/src/ATen/native/cpu/Loops.h":311, please report a bug to PyTorch. ')
-    sc = _bshape(np.asarray(scale, F32), nd, axis)
-    z = _bshape(zi, nd, axis)
-    with np.errstate(all='ignore'):
-        inv = (F32(1) / sc).astype(F32)
-        if dtype == 'float64':
-            qf = z.astype(F64) + np.rint(x.astype(F64) * inv.astype(F64))
-        else:
-            qf = (z.astype(F32) + np.rint((x.astype(F32) * inv).astype(F32))).astype(F32)
-        q = f2i64(qf)
-        cl = fmin(fmax(q.astype(F64), F64(quant_min)), F64(quant_max))   # fmin/fmax(int64,int64)->double
-        outd = (cl - z.astype(F64)) * sc.astype(F64)                      # double
-    if dtype == 'float64':
-        return outd
-    return to_dtype(outd.astype(F32), dtype)
-
-
-def fake_quantize_learnable_per_channel_affine_backward(dy, x, scale, zero_point, axis, quant_min, quant_max,
-                                                        grad_factor=1.0, dtypes=None):
-    dt = {'dy': str(np.asarray(dy).dtype), 'x': str(np.asarray(x).dtype),
-          'scale': str(np.asarray(scale).dtype), 'zero_point': str(np.asarray(zero_point).dtype)}
-    dt.update(dtypes or {})
-    if dt['x'] == 'bfloat16':
-        dt = {k: 'float32' for k in dt}
-    x = np.asarray(x)
-    dy = np.asarray(dy)
-    for name, key in (('dY_', 'dy'), ('X_', 'x'), ('scale_', 'scale'), ('zero_point_', 'zero_point')):
-        if dt[key] != 'float32':
-            _err(f"Expected {name}.scalar_type() == ScalarType::Float to be true, but got false.  "
-                 "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
-    if x.shape != dy.shape:
-        _err("`X` and `dY` are not the same size")
-    if not (quant_min <= 0 and quant_max >= 0):
-        _err("Expecting `quant_min` <= 0 and `quant_max` >= 0")
-    scale = np.asarray(scale, F32)
-    zpa = np.asarray(zero_point, F32)
-    if scale.ndim != 1:
-        _err("scale should be a 1-D tensor")
-    if zpa.ndim != 1:
-        _err("zero point should be a 1-D tensor")
-    if scale.size != zpa.size:
-        _err("scale and zero-point need to have the same dimensions")
-    nd = x.ndim
-    if not (-max(nd, 1) <= axis < max(nd, 1)):
-        _err(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], but got {axis})", IndexError)
-    if scale.size != (x.shape[axis] if nd else 1):
-        _err("dimensions of scale and zero-point are not consistent with input tensor")
-    zr = np.rint(zpa)
-    zr = np.where(np.isnan(zr), zr, np.clip(zr, quant_min, quant_max)).astype(F32)
-    if zr.size:
-        lo, hi = np.min(zr), np.max(zr)          # aminmax: NaN propagates; item<int64_t>() refuses NaN
-        if np.isnan(lo) or np.isnan(hi):
-            _err("value cannot be converted to type int64_t without overflow")
-        if not (int(lo) >= quant_min and int(hi) <= quant_max):
-            _err("`zero_point` must be between `quant_min` and `quant_max`.")
-    if not (axis >= 0 and axis < nd):
-        _err("`axis` must be between 0 and number of dimensions of input")
-    if x.size == 0:
-        return x, scale, zero_point
-    x = x.astype(F32)
-    dy = dy.astype(F32)
-    sc = _bshape(scale, nd, axis)
-    with np.errstate(all='ignore'):
-        inv = (F32(1) / sc).astype(F32)
-    z = _bshape(zr, nd, axis)
-    sc, inv, z = [np.broadcast_to(a, x.shape) for a in (sc, inv, z)]
-    dx, ds, dz = _bwd_elem(x, dy, sc, inv, z, quant_min, quant_max, F32(grad_factor))
-    if nd == 1:   # sum over an empty dim list reduces ALL dims -> 0-dim result
-        return dx, np.array(sum_all(ds, NUM_THREADS), F32), np.array(sum_all(dz, NUM_THREADS), F32)
-    return dx, sum_keep_axis(ds, axis, NUM_THREADS), sum_keep_axis(dz, axis, NUM_THREADS)
 
 
 _TORCH_NAMES = {'float32': 'Float', 'float64': 'Double', 'float16': 'Half', 'bfloat16': 'BFloat16',
@@ -439,8 +250,7 @@ def fused_moving_avg_obs_fq_helper(x, observer_on, fake_quant_on, running_min, r
                 _err(f"Zero-point must be Int32, Float or Half, found {_TORCH_NAMES.get(str(zp.dtype), zp.dtype)}")
             if zp.dtype.kind in 'iu' and zp.size and not (zp.min() >= quant_min and zp.max() <= quant_max):
                 _err("`zero_point` must be between `quant_min` and `quant_max`.")
-            out = _per_channel_int_kernel(x, dtype, sc, zp, ch_axis, quant_min, quant_max)
-            mask = _per_channel_int_mask(x, dtype, sc, zp, ch_axis, quant_min, quant_max)
+            out, mask = _per_channel_int_kernel(x, dtype, sc, zp, ch_axis, quant_min, quant_max)
         else:
             s_, z_ = choose_qparams_fbgemm(fm[0], fx[0], quant_min, quant_max, symmetric_quant)
             scv[0] = s_
@@ -451,6 +261,7 @@ def fused_moving_avg_obs_fq_helper(x, observer_on, fake_quant_on, running_min, r
 
 
 def _per_channel_int_kernel(x, dtype, scale, zi, axis, qmin, qmax):
+    """(output, mask) of the per-channel int-zero-point kernel."""
     nd = x.ndim
     sc = _bshape(np.asarray(scale, F32), nd, axis)
     z = _bshape(np.asarray(zi).astype(np.int32), nd, axis)
@@ -463,21 +274,8 @@ def _per_channel_int_kernel(x, dtype, scale, zi, axis, qmin, qmax):
         q = f2i64(qf)
         cl = fmin(fmax(q.astype(F64), F64(qmin)), F64(qmax))
         outd = (cl - z.astype(F64)) * sc.astype(F64)
-    return outd if dtype == 'float64' else to_dtype(outd.astype(F32), dtype)
-
-
-def _per_channel_int_mask(x, dtype, scale, zi, axis, qmin, qmax):
-    nd = x.ndim
-    sc = _bshape(np.asarray(scale, F32), nd, axis)
-    z = _bshape(np.asarray(zi).astype(np.int32), nd, axis)
-    with np.errstate(all='ignore'):
-        inv = (F32(1) / sc).astype(F32)
-        if dtype == 'float64':
-            qf = z.astype(F64) + np.rint(x.astype(F64) * inv.astype(F64))
-        else:
-            qf = (z.astype(F32) + np.rint((x.astype(F32) * inv).astype(F32))).astype(F32)
-        q = f2i64(qf)
-    return (qmin <= q) & (q <= qmax)
+    out = outd if dtype == 'float64' else to_dtype(outd.astype(F32), dtype)
+    return out, (qmin <= q) & (q <= qmax)
 
 
 def fused_moving_avg_obs_fake_quant(*args, **kw):
