@@ -60,9 +60,17 @@ def aten_arguments(fn):
     list is a QDQTypeError naming the arguments, not Python's TypeError from inside."""
     sig = inspect.signature(fn)
     names = [n for n in sig.parameters]
+    positional = [n for n, p in sig.parameters.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    required = [n for n in positional if sig.parameters[n].default is inspect.Parameter.empty]
+    known = frozenset(names)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        # the common right call, in a few set operations; anything else through Signature.bind's words
+        n = len(args)
+        if n <= len(positional) and known.issuperset(kwargs) and not kwargs.keys() & set(positional[:n]) \
+                and all(r in kwargs for r in required[n:]):
+            return fn(*args, **kwargs)
         try:
             sig.bind(*args, **kwargs)
         except TypeError as e:

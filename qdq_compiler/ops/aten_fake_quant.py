@@ -176,6 +176,8 @@ def check_axis(c, axis: int, rank: int):
 
 def _warn_scale(c, scale):
     """PyTorch takes any scale; a zero, negative, NaN or infinite one is almost certainly a mistake."""
+    if np.ndim(scale) == 0 and 0 < float(scale) < math.inf:   # the common per-tensor case, in plain floats
+        return
     s = np.asarray(scale, F64)
     with np.errstate(invalid="ignore"):
         bad = ~(s > 0) | ~np.isfinite(s)
