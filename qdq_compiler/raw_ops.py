@@ -126,7 +126,5 @@ def FakeQuantWithMinMaxVarsPerChannelGradient(*, gradients, inputs, min, max, nu
     return _run('FakeQuantWithMinMaxVarsPerChannelGradient', locals())
 
 
-__all__ = ['QuantizeAndDequantize', 'QuantizeAndDequantizeV2', 'QuantizeAndDequantizeV3',
-           'QuantizeAndDequantizeV4', 'QuantizeAndDequantizeV4Grad', 'FakeQuantWithMinMaxArgs',
-           'FakeQuantWithMinMaxVars', 'FakeQuantWithMinMaxVarsPerChannel', 'FakeQuantWithMinMaxArgsGradient',
-           'FakeQuantWithMinMaxVarsGradient', 'FakeQuantWithMinMaxVarsPerChannelGradient']
+__all__ = [name for name, fn in list(globals().items())
+           if callable(fn) and getattr(fn, "__module__", None) == __name__]

@@ -1,4 +1,5 @@
 import os
+import pytest
 import sys
 from pathlib import Path
 
@@ -29,3 +30,14 @@ def pytest_collection_modifyitems(config, items):
     def rank(item):
         return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
     items.sort(key=rank)   # stable: the rest keep their order
+
+
+@pytest.fixture
+def no_compile(monkeypatch):
+    """Bad input must be rejected before anything is rendered or compiled (test_bad_input, test_aten_bad_input)."""
+    from qdq_compiler import compile as C
+
+    def refuse(*a, **k):
+        raise AssertionError("compiled for bad input")
+    monkeypatch.setattr(C, "compile_mlir", refuse)
+    monkeypatch.setattr(C, "cached_compile", refuse)

@@ -28,9 +28,9 @@ import pytest
 
 import qdq_compiler as q
 from qdq_compiler import QDQError, QDQTypeError, QDQWarning, ops as registry
-from qdq_compiler import compile as C
 from qdq_compiler.numerics import bit_equal
 
+from aten_names import LC, LCB, LT, LTB, PC, PCB, PCM, PT, PTB, PTM, TQ
 from checks import as_tuple, describe_diff
 
 F = np.float32
@@ -44,17 +44,6 @@ T1 = np.array([0.1], F)       # a per-tensor qparam as a one-element tensor
 Z1 = np.array([0], I32)
 ON = np.array([1])            # fake_quant_enabled (PyTorch: an int64 tensor)
 
-PT = "fake_quantize_per_tensor_affine"
-PTM = "fake_quantize_per_tensor_affine_cachemask"
-TQ = "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams"
-PC = "fake_quantize_per_channel_affine"
-PCM = "fake_quantize_per_channel_affine_cachemask"
-PTB = "fake_quantize_per_tensor_affine_cachemask_backward"
-PCB = "fake_quantize_per_channel_affine_cachemask_backward"
-LT = "_fake_quantize_learnable_per_tensor_affine"          # LSQ (the learnable ops): a float zero point
-LC = "_fake_quantize_learnable_per_channel_affine"
-LTB = "_fake_quantize_learnable_per_tensor_affine_backward"
-LCB = "_fake_quantize_learnable_per_channel_affine_backward"
 ATEN_OPS = {n for n, s in registry.OPS.items() if s.namespace == "aten"}
 TARGETS = ("oracle", "cpu", "vmvx")
 
@@ -372,13 +361,6 @@ def _param(case, same_error=False):
     return pytest.param(case, id=case.id, marks=marks)
 
 
-@pytest.fixture
-def no_compile(monkeypatch):
-    """Bad input must be rejected before anything is rendered or compiled."""
-    def refuse(*a, **k):
-        raise AssertionError("compiled for bad input")
-    monkeypatch.setattr(C, "compile_mlir", refuse)
-    monkeypatch.setattr(C, "cached_compile", refuse)
 
 
 def call(entry, case):

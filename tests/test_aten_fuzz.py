@@ -43,13 +43,7 @@ from qdq_compiler.numerics import bit_equal
 from checks import as_tuple, describe_diff
 from test_fuzz import elements
 
-PT = "fake_quantize_per_tensor_affine"
-PTM = "fake_quantize_per_tensor_affine_cachemask"
-TQ = "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams"
-PC = "fake_quantize_per_channel_affine"
-PCM = "fake_quantize_per_channel_affine_cachemask"
-PTB = "fake_quantize_per_tensor_affine_cachemask_backward"
-PCB = "fake_quantize_per_channel_affine_cachemask_backward"
+from aten_names import PC, PCB, PCM, PT, PTB, PTM, TQ
 PER_TENSOR, PER_CHANNEL, BACKWARD = (PT, PTM, TQ), (PC, PCM), (PTB, PCB)
 OPS = PER_TENSOR + PER_CHANNEL + BACKWARD
 

@@ -23,7 +23,6 @@ import pytest
 
 import qdq_compiler as q
 from qdq_compiler import QDQError, QDQTypeError, TargetUnavailableError, ops as registry, targets
-from qdq_compiler import compile as C
 from qdq_compiler.oracle import raw_ops as oracle
 from qdq_compiler.numerics import bit_equal
 from qdq_compiler.validation import bind
@@ -236,13 +235,6 @@ BAD = [
 ]
 
 
-@pytest.fixture
-def no_compile(monkeypatch):
-    """Bad input must be rejected before anything is rendered or compiled."""
-    def refuse(*a, **k):
-        raise AssertionError("compiled for bad input")
-    monkeypatch.setattr(C, "compile_mlir", refuse)
-    monkeypatch.setattr(C, "cached_compile", refuse)
 
 
 def _entry(name):

@@ -91,8 +91,9 @@ def _aten_param(spec, name: str) -> str:
 def render(namespace: str, kind: str) -> str:
     specs = [s for s in ops.OPS.values() if s.namespace == namespace]
     funcs = "\n\n".join(_function(spec, kind) for spec in specs)
-    all_ = "__all__ = [" + ", ".join(repr(s.name) for s in specs) + "]"
-    all_ = "\n".join(textwrap.wrap(all_, 110, subsequent_indent=" " * 11, break_long_words=False, break_on_hyphens=False))
+    # the ops defined above, in order (not a second list of their names to keep in step)
+    all_ = ("__all__ = [name for name, fn in list(globals().items())\n"
+            "           if callable(fn) and getattr(fn, \"__module__\", None) == __name__]")
     return f"{_header(namespace, kind)}\n\n{funcs}\n\n{all_}\n"
 
 

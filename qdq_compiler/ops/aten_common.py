@@ -19,6 +19,28 @@ def torch_name(name: str) -> str:
     return _TORCH_NAMES.get(name, name)
 
 
+def check_axis(c, axis: int, rank: int):
+    """A per-channel axis in PyTorch's order of checks: ``self.size(axis)`` first (c10's dimension errors), then
+    the op's own ``axis >= 0``."""
+    if rank == 0:
+        c.fail(f"axis={axis}: a per-channel op needs an input of rank >= 1, got a scalar", "axis",
+               tf=f"Dimension specified as {axis} but tensor has no dimensions")
+    if not -rank <= axis < rank:
+        c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: 0..{rank - 1}", "axis",
+               tf=f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {axis})")
+    if axis < 0:
+        c.fail(f"axis={axis} must not be negative; allowed: 0..{rank - 1}", "axis",
+               tf="`axis` must be between 0 and number of dimensions of input")
+
+
+def check_vectors(c, scale, zero_point):
+    """A per-channel scale and zero point are vectors, in PyTorch's words."""
+    for n, t, words in (("scale", scale, "scale should be a 1-D tensor"),
+                        ("zero_point", zero_point, "zero point should be a 1-D tensor")):
+        if t.ndim != 1:
+            c.fail(f"{n} must be a vector (rank 1), got shape {list(t.shape)}", n, tf=words)
+
+
 @dataclass(frozen=True)
 class Variant:
     per_channel: bool = False

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import QDQError, QDQTypeError, fmt_number
 from ..numerics import fma
-from .aten_common import AtenFamily, Variant, torch_name
+from .aten_common import AtenFamily, Variant, check_axis, check_vectors, torch_name
 from .rules import Rules
 from .spec import DATA, RANGE, OpSpec, attr, data, fixed, result, scalar
 
@@ -138,10 +138,7 @@ def check(c, spec, arrays, attrs):
     if spec.variant.per_channel:
         axis = attrs["axis"]
         check_axis(c, axis, x.ndim)
-        for n, t, words in (("scale", scale, "scale should be a 1-D tensor"),
-                            ("zero_point", zp, "zero point should be a 1-D tensor")):
-            if t.ndim != 1:
-                c.fail(f"{n} must be a vector (rank 1), got shape {list(t.shape)}", n, tf=words)
+        check_vectors(c, scale, zp)
         if scale.shape != zp.shape:
             c.fail(f"scale has {scale.size} elements but zero_point has {zp.size}; they must be equal", "zero_point",
                    tf="scale and zero-point need to have the same dimensions")
@@ -158,20 +155,6 @@ def check(c, spec, arrays, attrs):
             c.fail(f"zero_point={int(zp)} is outside [quant_min, quant_max] = [{qmin}, {qmax}]", "zero_point",
                    tf="`zero_point` must be between `quant_min` and `quant_max`.")
     _warn_scale(c, scale)
-
-
-def check_axis(c, axis: int, rank: int):
-    """A per-channel axis in PyTorch's order of checks: ``self.size(axis)`` first (c10's dimension errors), then
-    the op's own ``axis >= 0``."""
-    if rank == 0:
-        c.fail(f"axis={axis}: a per-channel op needs an input of rank >= 1, got a scalar", "axis",
-               tf=f"Dimension specified as {axis} but tensor has no dimensions")
-    if not -rank <= axis < rank:
-        c.fail(f"axis={axis} is out of range for an input of rank {rank}; allowed: 0..{rank - 1}", "axis",
-               tf=f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {axis})")
-    if axis < 0:
-        c.fail(f"axis={axis} must not be negative; allowed: 0..{rank - 1}", "axis",
-               tf="`axis` must be between 0 and number of dimensions of input")
 
 
 def _warn_scale(c, scale):

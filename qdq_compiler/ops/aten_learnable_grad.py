@@ -24,8 +24,7 @@ from .. import dtypes
 from ..errors import QDQTypeError
 from ..numerics import fma
 from . import aten_sum
-from .aten_common import ASSERT_TAIL, AtenFamily, Variant
-from .aten_fake_quant import check_axis
+from .aten_common import ASSERT_TAIL, AtenFamily, Variant, check_axis, check_vectors
 from .rules import Rules
 from .spec import RANGE, OpSpec, Output, attr, data, fixed, result, scalar
 
@@ -98,10 +97,7 @@ def check(c, spec, arrays, attrs):
     if spec.variant.per_channel:
         axis, scale = attrs["axis"], arrays["scale"]
         check_axis(c, axis, x.ndim)
-        for n, t, words in (("scale", scale, "scale should be a 1-D tensor"),
-                            ("zero_point", zp, "zero point should be a 1-D tensor")):
-            if t.ndim != 1:
-                c.fail(f"{n} must be a vector (rank 1), got shape {list(t.shape)}", n, tf=words)
+        check_vectors(c, scale, zp)
         if scale.shape != zp.shape:
             c.fail(f"scale has {scale.size} elements but zero_point has {zp.size}", "zero_point",
                    tf="scale and zero-point need to have the same dimensions")

@@ -127,11 +127,5 @@ def _fake_quantize_learnable_per_channel_affine_backward(grad, input, scale, zer
     return _run('_fake_quantize_learnable_per_channel_affine_backward', locals())
 
 
-__all__ = ['fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask',
-           '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', 'fake_quantize_per_channel_affine',
-           'fake_quantize_per_channel_affine_cachemask', '_fake_quantize_learnable_per_tensor_affine',
-           '_fake_quantize_learnable_per_channel_affine',
-           'fake_quantize_per_tensor_affine_cachemask_backward',
-           'fake_quantize_per_channel_affine_cachemask_backward',
-           '_fake_quantize_learnable_per_tensor_affine_backward',
-           '_fake_quantize_learnable_per_channel_affine_backward']
+__all__ = [name for name, fn in list(globals().items())
+           if callable(fn) and getattr(fn, "__module__", None) == __name__]

@@ -64,24 +64,24 @@ def fma32(a, b, c):
         return s2.astype(F32)
 
 
-def f2i64(v):
-    """C++ static_cast<int64_t>(float/double) on x86-64 (cvtts*2si): truncation; NaN or out of
-    range -> INT64_MIN ("integer indefinite")."""
+def _f2i(v, itype):
+    """C++ static_cast<intN_t>(float/double) on x86-64 (cvtts*2si): truncation; NaN or out of range -> the
+    type's minimum ("integer indefinite")."""
     v = np.asarray(v)
-    ok = np.isfinite(v) & (v < 9.223372036854775807e18) & (v >= -9.223372036854775808e18)
-    out = np.full(v.shape, INT64_MIN, np.int64)
+    lo = float(np.iinfo(itype).min)
+    ok = np.isfinite(v) & (v < -lo) & (v >= lo)
+    out = np.full(v.shape, np.iinfo(itype).min, itype)
     with np.errstate(all='ignore'):
-        out[ok] = np.trunc(v[ok]).astype(np.int64)
+        out[ok] = np.trunc(v[ok]).astype(itype)
     return out
+
+
+def f2i64(v):
+    return _f2i(v, np.int64)
 
 
 def f2i32(v):
-    v = np.asarray(v)
-    ok = np.isfinite(v) & (v < 2147483648.0) & (v >= -2147483648.0)
-    out = np.full(v.shape, INT32_MIN, np.int32)
-    with np.errstate(all='ignore'):
-        out[ok] = np.trunc(v[ok]).astype(np.int32)
-    return out
+    return _f2i(v, np.int32)
 
 
 def cpp_max(a, b):   # std::max(a, b) == (a < b) ? b : a
