@@ -150,3 +150,32 @@ def test_a_reduction_beyond_what_the_target_can_loop_over_is_refused_before_comp
     given = bind("QuantizeAndDequantizeV4", {"input": x, "input_min": np.float32(-1), "input_max": np.float32(1),
                                              "range_given": True})
     execute._check_reduction_bound(given, small, (x.size,))  # nothing to reduce: no bound
+
+
+@pytest.mark.parametrize("shape", ["?", "12"])
+def test_rank_1_per_channel_sums_render_for_vulkan(shape):
+    """Rank-1 per-channel data (each channel one element; a bundle entry of shape '?' gets it) folds to [C, 1]
+    in the bounded reduction; it used to render a cast from tensor<?xf32> to tensor<?x?xf32> (a known bug since
+    issue 22's session). Its bits: test_rank_1_per_channel_bundle_on_vulkan."""
+    from qdq_compiler import emit
+    from qdq_compiler.config import OpConfig
+    text = emit.render(OpConfig.make("FakeQuantWithMinMaxVarsPerChannelGradient", {}, "float32", shape, "vulkan"))
+    assert "folded to [C, 1]" in text and "tensor.expand_shape" in text
+
+
+def test_rank_1_per_channel_bundle_on_vulkan(tmp_path):
+    """A bundle entry of shape '?' for the per-channel gradient: the oracle's bits on Vulkan."""
+    require("vulkan")
+    import json
+    import qdq_compiler as q
+    from qdq_compiler.jobs.bundle import build_bundle
+    cfg = tmp_path / "pcg.json"
+    cfg.write_text(json.dumps({"name": "pcg", "targets": ["vulkan"], "entries": [
+        {"name": "g", "op": "FakeQuantWithMinMaxVarsPerChannelGradient", "attrs": {"num_bits": 8}, "shape": "?"}]}))
+    build_bundle(cfg, tmp_path / "b")
+    x = np.array([-3, -1, 0, .5, 1, 3, 2, -2], np.float32)
+    g, mn, mx = np.arange(1, 9, dtype=np.float32), np.full(8, -1, np.float32), np.full(8, 1, np.float32)
+    mn[2] = mx[2] = 0
+    got = q.load_bundle(tmp_path / "b", target="vulkan").g(gradients=g, inputs=x, min=mn, max=mx)
+    want = q.oracle.raw_ops.FakeQuantWithMinMaxVarsPerChannelGradient(gradients=g, inputs=x, min=mn, max=mx)
+    assert all(bit_equal(a, w) for a, w in zip(got, want))
