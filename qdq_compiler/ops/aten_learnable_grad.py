@@ -52,11 +52,11 @@ def elementwise(x, dy, sc, inv, zp, qmin, qmax, gf):
         return dx, np.where(inr, ds_in, ds_out).astype(F32), np.where(inr, F32(0), dz_out).astype(F32)
 
 
-def _terms(call):
-    a, arr = call.attrs, call.arrays
+def _terms(spec, arr, a):
+    """(dX, dScale terms, dZeroPoint terms) of a bound call's arrays and attributes, and its channel axis."""
     x, dy = arr["input"].astype(F32), arr["grad"]
     sc, zp = arr["scale"], arr["zero_point"]
-    axis = a.get("axis") if call.spec.variant.per_channel else None
+    axis = a.get("axis") if spec.variant.per_channel else None
     if axis is not None:
         shape = [1] * x.ndim
         shape[axis] = -1
@@ -67,7 +67,7 @@ def _terms(call):
 
 
 def oracle(call):
-    (dx, ds, dz), axis = _terms(call)
+    (dx, ds, dz), axis = _terms(call.spec, call.arrays, call.attrs)
     if axis is None:
         return dx, aten_sum.sum_all(ds, NUM_THREADS), aten_sum.sum_all(dz, NUM_THREADS)
     return dx, aten_sum.sum_keep_axis(ds, axis, NUM_THREADS), aten_sum.sum_keep_axis(dz, axis, NUM_THREADS)
@@ -124,8 +124,7 @@ class AtenLearnableGrad(AtenFamily):
 
     def sum_terms(self, spec, arrays, attrs, name):
         """The per-element terms of a sum output, channels last (numerics.sum_within_bound's layout)."""
-        from types import SimpleNamespace
-        (_, ds, dz), axis = _terms(SimpleNamespace(spec=spec, arrays=arrays, attrs=attrs))
+        (_, ds, dz), axis = _terms(spec, arrays, attrs)
         t = ds if name == "dScale" else dz
         return t if axis is None else np.moveaxis(t, axis, -1)
 
