@@ -222,3 +222,19 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
         if inp.layout == ops.SCALAR and arrays[inp.name].ndim != 0:
             c.fail(f"input {inp.name} must be a scalar (rank 0), got shape {list(arrays[inp.name].shape)}", inp.name)
     return Call(spec, arrays, attrs, np.dtype(dtype), semantics, memo_key)
+
+
+def public_sum_agrees(op: str, kwargs: Mapping[str, Any], name: str, got, want) -> bool:
+    """Whether a float-sum output ``name`` of a public call (the namespace's arguments and result shapes, as
+    ``qdq_compiler.aten`` takes and returns them) matches ``want`` up to its summation order (policy 6): the
+    terms of the bound call; a single total ([1] per tensor, or a 1-D input's 0-d one) bounds every term."""
+    from .numerics import sum_within_bound
+    spec = ops.get(op)
+    call = bind(op, spec.family.public_arguments(spec, dict(kwargs)))
+    terms = spec.family.sum_terms(spec, call.arrays, call.attrs, name)
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return False
+    if want.size == 1:
+        terms, got, want = terms.reshape(-1), got.reshape(()), want.reshape(())
+    return sum_within_bound(got, want, terms)

@@ -12,6 +12,8 @@ from qdq_compiler import runtime
 from qdq_compiler import raw_ops
 from qdq_compiler.cli import main as cli_main
 from qdq_compiler.jobs import bench
+from qdq_compiler.jobs.bench.cases import make_inputs, select_cases
+from qdq_compiler.jobs.bench.measure import check_exact, variant_functions
 from qdq_compiler.oracle import raw_ops as oracle
 from qdq_compiler.numerics import bit_equal
 
@@ -313,3 +315,18 @@ def test_a_case_name_with_a_comma_can_be_selected():
     """Case names carry their attributes in brackets, some with a comma; --ops splits outside brackets only."""
     got = [c.name for c in bench.select_cases("QuantizeAndDequantizeV4[from data,axis],FakeQuantWithMinMaxArgs")]
     assert got == ["QuantizeAndDequantizeV4[from data,axis]", "FakeQuantWithMinMaxArgs"]
+
+
+@pytest.mark.parametrize("name", ["_fake_quantize_learnable_per_tensor_affine_backward",
+                                  "_fake_quantize_learnable_per_channel_affine_backward[axis=1]"])
+def test_exactness_check_frees_a_sums_order_and_nothing_else(name):
+    """check_exact: another summation order's rounding is exact (policy 6: measured on CUDA, whose sums run in
+    another order than PyTorch's), a sum off by more than its bound is not, nor is any other changed bit."""
+    case = next(c for c in select_cases(None, semantics=("torch-cpu",)) if c.name == name)
+    kw = make_inputs(case, 1 << 10)
+    want = variant_functions(case, kw, [], frameworks=())[("oracle", "-")]()
+    ulp = lambda a: np.nextafter(a, np.float32(np.inf)).astype(a.dtype)
+    assert check_exact(case, want, want, kw)
+    assert check_exact(case, (want[0], ulp(want[1]), want[2]), want, kw)
+    assert not check_exact(case, (want[0], (want[1] * np.float32(1.01) + 1).astype(np.float32), want[2]), want, kw)
+    assert not check_exact(case, (ulp(want[0]), want[1], want[2]), want, kw)

@@ -33,7 +33,7 @@ def fake_run(call, target, static=False, out=None):
         pass
     return oracle.compute(call)
 real_run, execute.run = execute.run, fake_run
-cli.main(["validate", "--targets", "cuda", "--semantics", "tf-cpu,tf-xla", "--no-progress", "--report", "/tmp/pre.json"])
+cli.main(["validate", "--targets", "cuda", "--semantics", "tf-cpu,tf-xla,torch-cpu", "--no-progress", "--report", "/tmp/pre.json"])
 execute.run = real_run
 print("matrix", time.time() - t0, flush=True)
 for case in goldens.success_cases():
@@ -44,16 +44,20 @@ for case in goldens.half_cases():
 for case in goldens.xla_cases():
     if "outputs" in case["expect"]:
         go(lambda: getattr(compiled, case["op"])(**kwargs_of(case), target="cuda", semantics="tf-xla"))
+import qdq_compiler as q
+import test_aten
+for op in test_aten.ATEN_OPS:
+    for case in test_aten._cases(op):
+        if "outputs" in case["expect"]:
+            go(lambda: getattr(q.aten, op)(**test_aten._kwargs(case), target="cuda"))
 print("goldens", n, err, time.time() - t0, flush=True)
 import test_fma_equivalence as FE
 for dt in ("float32", "float64"):
     for u in ("hardware", "emulated"):
         go(lambda: FE.fma_program("cuda", dt, u))
         go(lambda: FE.fma_program("cpu", dt, u))
-for sem in ("tf-cpu", "tf-xla"):
-    for case in BC.CASES:
-        c = BC.replace(case, semantics=sem)
-        for k in (4, 10, 14, 18, 20, 22, 24):
-            kw = BC.make_inputs(c, 1 << k)
-            go(lambda: BM._device_function(c, kw, "cuda"))
+for c in BC.select_cases(None, semantics=("tf-cpu", "tf-xla", "torch-cpu")):
+    for k in (4, 10, 14, 18, 20, 22, 24):
+        kw = BC.make_inputs(c, 1 << k)
+        go(lambda: BM._device_function(c, kw, "cuda"))
 print("all", n, err, time.time() - t0)
