@@ -31,6 +31,7 @@ def _cases(n: int, rng):
     s64, z64 = torch.full((64,), 0.05), torch.zeros(64, dtype=torch.int32)
     s_rows, z_rows = torch.full((n // 64,), 0.05), torch.zeros(n // 64, dtype=torch.int32)
     sc, zp = torch.tensor([0.05]), torch.tensor([3.0])
+    on = torch.tensor([1])
     aten = torch.ops.aten
     return {
         "fake_quantize_per_tensor_affine": (lambda: aten.fake_quantize_per_tensor_affine(x, 0.05, 3, -128, 127), [x]),
@@ -47,6 +48,15 @@ def _cases(n: int, rng):
         "_fake_quantize_learnable_per_channel_affine_backward[axis=1]":
             (lambda: aten._fake_quantize_learnable_per_channel_affine_backward(g.reshape(n // 64, 64), x2, s64,
                                                                               z64.float(), 1, -128, 127, 1.0), [g, x]),
+        # the fused observer (a later call: finite running range), per tensor and per row of [2^n / 64, 64]
+        "fused_moving_avg_obs_fake_quant":
+            (lambda: aten.fused_moving_avg_obs_fake_quant(x, on, on, torch.tensor(-1.5), torch.tensor(1.5),
+                                                          torch.tensor([1.0]), torch.tensor([0], dtype=torch.int32),
+                                                          0.01, -128, 127, 0), [x]),
+        "fused_moving_avg_obs_fake_quant[per_row]":
+            (lambda: aten.fused_moving_avg_obs_fake_quant(x2, on, on, torch.full((n // 64,), -1.5),
+                                                          torch.full((n // 64,), 1.5), s_rows.clone(), z_rows.clone(),
+                                                          0.01, -128, 127, 0, True), [x]),
     }
 
 

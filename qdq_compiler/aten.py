@@ -130,5 +130,19 @@ def _fake_quantize_learnable_per_channel_affine_backward(grad, input, scale, zer
     return _run('_fake_quantize_learnable_per_channel_affine_backward', locals())
 
 
+@aten_arguments
+def fused_moving_avg_obs_fake_quant(input, observer_on, fake_quant_on, running_min, running_max, scale,
+                                    zero_point, averaging_const, quant_min, quant_max, ch_axis,
+                                    per_row_fake_quant=False, symmetric_quant=False, *, target='cpu',
+                                    semantics='torch-cpu'):
+    """The fused moving-average min/max observer and fake quantization, functional: the output and the running
+    range, scale and zero point PyTorch leaves in its mutated arguments. Returns (output, running_min,
+    running_max, scale, zero_point), a namedtuple.
+
+    Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('fused_moving_avg_obs_fake_quant', locals())
+
+
 __all__ = [name for name, fn in list(globals().items())
            if callable(fn) and getattr(fn, "__module__", None) == __name__]

@@ -10,3 +10,4 @@ LT = "_fake_quantize_learnable_per_tensor_affine"          # LSQ (the learnable 
 LC = "_fake_quantize_learnable_per_channel_affine"
 LTB = "_fake_quantize_learnable_per_tensor_affine_backward"
 LCB = "_fake_quantize_learnable_per_channel_affine_backward"
+FO = "fused_moving_avg_obs_fake_quant"                   # the fused observer (functional: its state returned)

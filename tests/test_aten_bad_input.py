@@ -30,7 +30,7 @@ import qdq_compiler as q
 from qdq_compiler import QDQError, QDQTypeError, QDQWarning, ops as registry
 from qdq_compiler.numerics import bit_equal
 
-from aten_names import LC, LCB, LT, LTB, PC, PCB, PCM, PT, PTB, PTM, TQ
+from aten_names import FO, LC, LCB, LT, LTB, PC, PCB, PCM, PT, PTB, PTM, TQ
 from checks import as_tuple, describe_diff
 
 F = np.float32
@@ -340,10 +340,42 @@ def _learnable_cases():
     ]
 
 
+def obs(x=X, on=ON, fq=ON, rmin=None, rmax=None, scale=T1, zp=Z1, c=0.01, qmin=0, qmax=255, ch_axis=0, per_row=False,
+        sym=False):
+    """fused_moving_avg_obs_fake_quant's positional arguments (per tensor: a 0-d running range, as PyTorch's)."""
+    rmin = np.array(np.inf, F) if rmin is None else rmin
+    rmax = np.array(-np.inf, F) if rmax is None else rmax
+    return (x, on, fq, rmin, rmax, scale, zp, c, qmin, qmax, ch_axis, per_row, sym)
+
+
+def _observer_cases():
+    r2, s2, z2 = np.full(2, np.inf, F), np.full(2, 0.1, F), np.zeros(2, I32)
+    row = dict(x=X2, rmin=r2, rmax=-r2, scale=s2, zp=z2, per_row=True)
+    return [
+        bad("fo-quant_min-gt-quant_max", FO, obs(qmin=5, qmax=4), "quant_min", pytorch=RANGE_ORDER),
+        bad("fo-ch_axis-per-row", FO, obs(**row, ch_axis=1), "ch_axis",
+            pytorch="Per-channel FakeQuant in fused_moving_avg_obs_fake_quant is only supported on axis == 0"),
+        bad("fo-ch_axis-past-rank", FO, obs(ch_axis=1), "ch_axis",
+            pytorch="Error in fused_moving_avg_obs_fake_quant_cpu: ch_axis must be < self.dim()"),
+        bad("fo-0d-input", FO, obs(x=F(0.5)), "ch_axis",
+            pytorch="Error in fused_moving_avg_obs_fake_quant_cpu: ch_axis must be < self.dim()"),
+        bad("fo-per-row-lengths", FO, obs(**{**row, "scale": S4, "zp": Z4}), "scale", pytorch=CONSISTENT),
+        bad("fo-per-row-rank-1", FO, obs(**{**row, "x": X}), "input", pytorch=dim_range(1, 1)),
+        bad("fo-per-tensor-state-2", FO, obs(scale=s2), "scale", pytorch=not_scalar(2)),
+        bad("fo-running-float64", FO, obs(rmin=np.array(np.inf)), "running_min", True,
+            pytorch="expected scalar type Float but found Double"),
+        bad("fo-observer_on-empty", FO, obs(on=np.zeros(0)), "observer_on", pytorch=not_scalar(0)),
+        bad("fo-zero_point-float32", FO, obs(zp=np.array([0.0], F)), "zero_point", True, words=["allowed: int32"]),
+        bad("fo-missing-ch_axis", FO, obs()[:-3], "ch_axis", True, pytorch=ANY,
+            words=["missing a required argument: 'ch_axis'"]),
+    ]
+
+
 BAD = ([c for op in (PT, PTM, TQ) for c in _per_tensor_cases(op)]
        + [c for op in (PC, PCM) for c in _per_channel_cases(op)]
        + [c for op in (PTB, PCB) for c in _backward_cases(op)]
        + _learnable_cases()
+       + _observer_cases()
        + [  # float64 inputs are a vmvx gap: a bad one is still the input's error on every target
            bad("float64-quant_min-gt-quant_max", PT, (X.astype(np.float64), 0.1, 0, 5, 4), "quant_min",
                pytorch=RANGE_ORDER),
@@ -447,7 +479,7 @@ def test_bad_target_or_semantics_is_a_clear_error(op, no_compile):
     args = {PT: (X, 0.1, 0, -128, 127), PTM: (X, 0.1, 0, -128, 127), TQ: (X, T1, Z1, ON, -128, 127),
             PC: (X2, S4, Z4, 1, -128, 127), PCM: (X2, S4, Z4, 1, -128, 127), PTB: (X, X > 0), PCB: (X, X > 0),
             LT: (X, T1, fz, -128, 127), LC: (X2, S4, fz4, 1, -128, 127), LTB: (X, X, T1, fz, -128, 127),
-            LCB: (X2, X2, S4, fz4, 1, -128, 127)}[op]
+            LCB: (X2, X2, S4, fz4, 1, -128, 127), FO: obs()}[op]
     getattr(q.oracle.aten, op)(*args)   # valid
     fn = getattr(q.aten, op)
     for kw, arg in (({"target": "tpu"}, "target"), ({"target": None}, "target"),

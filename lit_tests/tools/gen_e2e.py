@@ -214,6 +214,22 @@ CASES: dict[str, list[Case]] = {
              {"grad": np.array([[1, 2], [-4, 8]], F32), "input": np.array([[-3, 0.25], [0.5, 9]], F32),
               "scale": a32(0.25, 0.5), "zero_point": a32(1, 0)}, "?x?", vulkan_shape="2x2"),
     ],
+    "fused_moving_avg_obs_fake_quant": [
+        Case("first_call", "a FakeQuantize module's first call: the running range (inf, -inf) becomes the batch's "
+             "(-1.3, 2.6); FBGEMM's qparams for [0, 255]: scale (float)(3.9 / 255), zero point 85 from the end whose "
+             "error is smaller; then the per-tensor kernel",
+             {"quant_min": 0, "quant_max": 255, "ch_axis": 0},
+             {"input": a32(-1.3, -0.35, 0.0, 0.51, 1.2, 2.6), "observer_on": np.array(1, np.int32),
+              "fake_quant_on": np.array(1, np.int32), "running_min": F32(np.inf), "running_max": F32(-np.inf),
+              "scale": F32(1.0), "zero_point": np.array(0, np.int32), "averaging_const": F32(0.01)}, "?"),
+        Case("per_row_symmetric", "per row (dim 0) of 2x3, symmetric: the moving average r + 0.5 * (cur - r) in "
+             "float32; a row straddling 0 gets the middle zero point, a row of positives min 0 and FBGEMM's range",
+             {"quant_min": -128, "quant_max": 127, "ch_axis": 0, "per_row_fake_quant": True, "symmetric_quant": True},
+             {"input": np.array([[-2.0, 0.3, 1.0], [0.25, 0.5, 4.0]], F32), "observer_on": np.array(1, np.int32),
+              "fake_quant_on": np.array(1, np.int32), "running_min": a32(-1.0, 0.5), "running_max": a32(1.0, 3.0),
+              "scale": a32(1.0, 1.0), "zero_point": np.array([0, 0], np.int32), "averaging_const": F32(0.5)},
+             "?x?", vulkan_shape="2x3"),
+    ],
     "FakeQuantWithMinMaxVarsPerChannelGradient": [
         Case("per_channel_sums", "per-channel mask and below/above sums over the leading dims; a subnormal "
              "gradient is flushed inside a range, copied unflushed in a min == max == 0 channel",
@@ -338,6 +354,8 @@ QUIRK_TARGETS = {
     "fake_quantize_per_tensor_affine_cachemask_backward": TARGETS,
     # lavapipe folds -0 + 0 to -0 (the level's sign is cleared with integer ops); the FMA everywhere.
     "fake_quantize_per_channel_affine": TARGETS,
+    # FBGEMM's double steps (vmvx: float64 through integer ops), the min/max reductions (Vulkan: bounded).
+    "fused_moving_avg_obs_fake_quant": TARGETS,
 }
 
 

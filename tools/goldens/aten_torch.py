@@ -82,20 +82,24 @@ OUTPUTS = {"fake_quantize_per_tensor_affine": ("output",), "fake_quantize_per_ch
            "_fake_quantize_learnable_per_tensor_affine": ("output",),
            "_fake_quantize_learnable_per_channel_affine": ("output",),
            "_fake_quantize_learnable_per_tensor_affine_backward": ("dX", "dScale", "dZeroPoint"),
-           "_fake_quantize_learnable_per_channel_affine_backward": ("dX", "dScale", "dZeroPoint")}
+           "_fake_quantize_learnable_per_channel_affine_backward": ("dX", "dScale", "dZeroPoint"),
+           "fused_moving_avg_obs_fake_quant": ("output", "running_min", "running_max", "scale", "zero_point")}
 
 
-def case(cases, op, cid, inputs: dict, attrs: dict, args, tags, note=""):
-    """Run one case and record it: ``inputs`` name -> (dtype label, array); ``args`` the positional call."""
+def case(cases, op, cid, inputs: dict, attrs: dict, args, tags, note="", mutated=()):
+    """Run one case and record it: ``inputs`` name -> (dtype label, array); ``args`` the positional call;
+    ``mutated``: the arguments (tensors) the op writes, recorded after the call as further outputs."""
     res = run(op, args)
+    if mutated and not isinstance(res, dict):
+        res = tuple(res) + tuple(mutated)
     if isinstance(res, dict):
         expect = res
     else:
         expect = {"outputs": {}}
         for name, t in zip(OUTPUTS[op], res):
             a = to_numpy(t)
-            label = "bool" if a.dtype == np.bool_ else str(a.dtype) if a.dtype in (np.float32, np.float64, np.float16) \
-                else "bfloat16"
+            label = "bool" if a.dtype == np.bool_ else str(a.dtype) if a.dtype in (np.float32, np.float64, np.float16,
+                                                                                  np.int32) else "bfloat16"
             expect["outputs"][name] = enc(label, a)
     cases.append({"id": cid, "op": op, "attrs": attrs,
                   "inputs": {k: enc(dt, a) for k, (dt, a) in inputs.items()},
@@ -243,6 +247,97 @@ def learnable_cases(op: str, rng) -> list:
     return cases
 
 
+def observer_cases(op: str, rng) -> list:
+    """fused_moving_avg_obs_fake_quant: a QAT module's calls (the first, with an infinite running range; later
+    ones), each switch on and off, per tensor (0-d running range, [1] qparams, as FakeQuantize keeps them) and
+    per row, symmetric or not, 1- to 16-bit ranges, all-zero and tiny ranges (FBGEMM's 6.1e-5 scale floor),
+    NaN; 16-bit and float64 inputs with the observer off (PyTorch observes float32 only); empty inputs."""
+    cases = []
+
+    def one(cid, x, dt, on, fq, rmin, rmax, scale, zp, c, qmin, qmax, ch_axis, per_row, sym, tags):
+        state = [torch.from_numpy(a.copy()) for a in (rmin, rmax, scale, zp)]
+        ins = {"input": (dt, x), "observer_on": ("int32", np.array([on], np.int32)),
+               "fake_quant_on": ("int32", np.array([fq], np.int32)), "running_min": ("float32", rmin),
+               "running_max": ("float32", rmax), "scale": ("float32", scale), "zero_point": ("int32", zp),
+               "averaging_const": ("float32", np.float32(c))}
+        attrs = {"quant_min": qmin, "quant_max": qmax, "ch_axis": ch_axis, "per_row_fake_quant": per_row,
+                 "symmetric_quant": sym}
+        args = (to_torch(x, dt), torch.tensor([on]), torch.tensor([fq]), *state, c, qmin, qmax, ch_axis, per_row, sym)
+        case(cases, op, cid, ins, attrs, args, tags, mutated=state)
+        if per_row and cases[-1]["expect"].get("error", {}).get("message", "").startswith("`zero_point` must be"):
+            cases[-1]["deviation"] = ("per row, a NaN range (here a 2-level symmetric range: max / 0): PyTorch raises "
+                                      "after mutating its state; a compiled program cannot raise, and returns the "
+                                      "row's NaN scale, an INT32_MIN zero point and NaN outputs")
+
+    for i, (qmin, qmax) in enumerate(RANGES):
+        for per_row in (False, True):
+            for sym in (False, True):
+                rows = 3
+                shape = (rows, 21) if per_row else (45,)
+                kind = ["normal", "positive", "negative", "zeros", "tiny", "huge"][(i + 2 * per_row + sym) % 6]
+                x = (rng.standard_normal(shape) * 2).astype(np.float32)
+                x = {"positive": np.abs(x), "negative": -np.abs(x), "zeros": np.zeros_like(x), "tiny": x * 1e-6,
+                     "huge": x * 1e4}.get(kind, x).astype(np.float32)
+                if per_row:
+                    x[1] = np.abs(x[1])                # a row with min 0 after std::min(min, 0)
+                    if kind == "tiny":
+                        x[2] = 0.0
+                st = (rows,) if per_row else ()
+                for step, (on, fq) in enumerate(((1, 1), (1, 1), (1, 0), (0, 1), (0, 0))):
+                    first = step == 0
+                    rmin = np.full(st, np.inf if first else float(rng.uniform(-3, 0)), np.float32)
+                    rmax = np.full(st, -np.inf if first else float(rng.uniform(0, 3)), np.float32)
+                    scale = np.full(st or (1,), 0.25, np.float32)
+                    zp = np.full(st or (1,), max(qmin, min(qmax, 3)), np.int32)
+                    c = [0.01, 0.5, 1.0, 0.1, 0.3][step]
+                    one(f"{'row' if per_row else 'tensor'}-{'sym' if sym else 'affine'}-{qmin}-{qmax}-{kind}-on{on}-fq{fq}"
+                        f"-{'first' if first else 'later'}", x, "float32", on, fq, rmin, rmax, scale, zp, c, qmin, qmax,
+                        0, per_row, sym, [kind, "per_row" if per_row else "per_tensor"])
+    # NaN in the data (per tensor: NaN range, scale NaN, zero point INT32_MIN, NaN outputs), a NaN running value
+    x = (rng.standard_normal(40) * 2).astype(np.float32)
+    x[5] = np.nan
+    one("tensor-nan-data", x, "float32", 1, 1, np.array(np.inf, np.float32), np.array(-np.inf, np.float32),
+        np.array([1.0], np.float32), np.array([0], np.int32), 0.01, 0, 255, 0, False, False, ["nan"])
+    x[5] = 1.5
+    one("tensor-nan-running", x, "float32", 1, 1, np.array(np.nan, np.float32), np.array(2.0, np.float32),
+        np.array([1.0], np.float32), np.array([0], np.int32), 0.01, -128, 127, 0, False, True, ["nan"])
+    # the other dtypes, observer off (PyTorch's observer takes float32 only): ATen's kernel in that type
+    for dt in FLOATS:
+        for per_row in (False, True):
+            shape = (4, 30) if per_row else (3, 40)
+            x = aimed(rng, 0.02, 5, -128, 127, 60, "float32")[:np.prod(shape)].reshape(shape).astype(NP_DT[dt])
+            st = (4,) if per_row else ()
+            one(f"{dt}-{'row' if per_row else 'tensor'}-observer-off", x, dt, 0, 1, np.full(st, -1.1, np.float32),
+                np.full(st, 1.4, np.float32), np.full(st or (1,), 1.0, np.float32), np.full(st or (1,), 0, np.int32),
+                0.01, -128, 127, 0, per_row, False, [dt])
+    # shapes: a rank-3 input per tensor, a large one, the running range given as [1], empty inputs
+    x = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
+    one("tensor-rank3", x, "float32", 1, 1, np.array(-0.5, np.float32), np.array(0.5, np.float32),
+        np.array([1.0], np.float32), np.array([0], np.int32), 0.2, 0, 255, 0, False, False, ["rank3"])
+    x = (rng.standard_normal(4096) * 3).astype(np.float32)
+    one("tensor-large", x, "float32", 1, 1, np.array([-1.0], np.float32), np.array([1.0], np.float32),
+        np.array([1.0], np.float32), np.array([0], np.int32), 0.01, -128, 127, 0, False, False, ["large"])
+    x = (rng.standard_normal((16, 256)) * 3).astype(np.float32)
+    one("row-large", x, "float32", 1, 1, np.full(16, np.inf, np.float32), np.full(16, -np.inf, np.float32),
+        np.ones(16, np.float32), np.zeros(16, np.int32), 0.01, -128, 127, 0, True, True, ["large"])
+    for cid, x, per_row in (("tensor-empty", np.zeros((0,), np.float32), False),
+                            ("row-empty-rows", np.zeros((2, 0), np.float32), True)):
+        st = (2,) if per_row else ()
+        one(cid, x, "float32", 1, 1, np.full(st, -1.0, np.float32), np.full(st, 1.0, np.float32),
+            np.full(st or (1,), 0.5, np.float32), np.full(st or (1,), 1, np.int32), 0.01, 0, 255, 0, per_row, False,
+            ["empty"])
+    # errors, in PyTorch's words
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    for cid, kw in (("err-range", dict(qmin=5, qmax=2)), ("err-ch-axis", dict(per_row=True, ch_axis=1)),
+                    ("err-ch-axis-rank", dict(ch_axis=2)), ("err-state-len", dict(per_row=True, n=3))):
+        n = kw.get("n", 2)
+        st = (n,) if kw.get("per_row") else ()
+        one(cid, x, "float32", 1, 1, np.full(st, -1.0, np.float32), np.full(st, 1.0, np.float32),
+            np.full(st or (1,), 0.5, np.float32), np.zeros(st or (1,), np.int32), 0.01, kw.get("qmin", 0),
+            kw.get("qmax", 255), kw.get("ch_axis", 0), kw.get("per_row", False), False, ["error"])
+    return cases
+
+
 GENERATORS = {"fake_quantize_per_tensor_affine": per_tensor_cases,
               "fake_quantize_per_tensor_affine_cachemask": per_tensor_cases,
               "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": per_tensor_cases,
@@ -253,7 +348,8 @@ GENERATORS = {"fake_quantize_per_tensor_affine": per_tensor_cases,
               "_fake_quantize_learnable_per_tensor_affine": learnable_cases,
               "_fake_quantize_learnable_per_channel_affine": learnable_cases,
               "_fake_quantize_learnable_per_tensor_affine_backward": learnable_cases,
-              "_fake_quantize_learnable_per_channel_affine_backward": learnable_cases}
+              "_fake_quantize_learnable_per_channel_affine_backward": learnable_cases,
+              "fused_moving_avg_obs_fake_quant": observer_cases}
 
 
 def main(argv=None) -> int:

@@ -75,7 +75,10 @@ CASES: tuple[Case, ...] = (
           ("_fake_quantize_learnable_per_tensor_affine_backward", "_fake_quantize_learnable_per_tensor_affine_backward",
            {}, "gradient", False),
           ("_fake_quantize_learnable_per_channel_affine_backward[axis=1]",
-           "_fake_quantize_learnable_per_channel_affine_backward", {"axis": 1}, "gradient", True))),
+           "_fake_quantize_learnable_per_channel_affine_backward", {"axis": 1}, "gradient", True),
+          ("fused_moving_avg_obs_fake_quant", "fused_moving_avg_obs_fake_quant", {}, "per-tensor", False),
+          ("fused_moving_avg_obs_fake_quant[per_row]", "fused_moving_avg_obs_fake_quant",
+           {"per_row_fake_quant": True}, "per-channel", True))),
 )
 
 

@@ -70,7 +70,8 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
 
 
 def _device_function(case: Case, kw: dict, target: str):
-    call = bind(case.op, kw, semantics=case.semantics)
+    spec = case.spec   # the public arguments as the namespace's functions convert them (aten: switches, shapes)
+    call = bind(case.op, spec.family.public_arguments(spec, dict(kw)), semantics=case.semantics)
     fn, args, view = execute.prepare(call, target)
     go = fn.prepare(args, execute.caller_storage(call, fn, view))
     go.api_driver = fn.pick_driver(args) if hasattr(fn, "pick_driver") else fn.driver
