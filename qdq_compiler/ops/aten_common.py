@@ -19,6 +19,23 @@ def torch_name(name: str) -> str:
     return _TORCH_NAMES.get(name, name)
 
 
+QUANT_LIMIT = 2 ** 24      # levels and level - zero_point exact in float32 (ATen: int64); up to 24-bit ranges
+
+
+def check_quant_range(c, qmin: int, qmax: int):
+    """quant_min <= quant_max in PyTorch's words, and the range within what float32 holds exactly (our limit)."""
+    if qmin > qmax:
+        c.fail(f"quant_min={qmin} must be less than or equal to quant_max={qmax}", "quant_min",
+               tf="`quant_min` should be less than or         equal to `quant_max`.")
+    for n, v in (("quant_min", qmin), ("quant_max", qmax)):
+        if abs(v) > QUANT_LIMIT:
+            c.fail(f"{n}={v} is beyond the quantisation ranges qdq_compiler computes exactly in float32; allowed: "
+                   f"-2^24 <= {n} <= 2^24", n)
+    if qmax - qmin > QUANT_LIMIT:
+        c.fail(f"quant_max - quant_min = {qmax - qmin} spans more levels than float32 holds exactly; allowed: at "
+               f"most 2^24 (a 24-bit range)", "quant_max")
+
+
 def check_axis(c, axis: int, rank: int):
     """A per-channel axis in PyTorch's order of checks: ``self.size(axis)`` first (c10's dimension errors), then
     the op's own ``axis >= 0``."""

@@ -23,14 +23,13 @@ import numpy as np
 from .. import dtypes
 from ..errors import QDQError, QDQTypeError, fmt_number
 from ..numerics import fma
-from .aten_common import AtenFamily, Variant, check_axis, check_vectors, torch_name
+from .aten_common import AtenFamily, Variant, check_axis, check_quant_range, check_vectors, torch_name
 from .rules import Rules
 from .spec import DATA, RANGE, OpSpec, attr, data, fixed, result, scalar
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")   # what PyTorch's CPU kernels take (all four)
 F32, F64 = np.float32, np.float64
 TWO_63 = 2.0 ** 63
-QUANT_LIMIT = 2 ** 24      # levels and level - zero_point exact in float32 (ATen: int64); up to 24-bit ranges
 # int32: nearbyint, then add; float32: lrintf of one FMA; float16 (PyTorch's Half path): lrintf of a multiply
 # and an add, unfused (measured: GCC does not contract across c10::Half's operator+); held as float32
 ZERO_POINT_DTYPES = ("int32", "float32", "float16")
@@ -124,16 +123,7 @@ def oracle(call):
 def check(c, spec, arrays, attrs):
     qmin, qmax = attrs["quant_min"], attrs["quant_max"]
     x = arrays["input"]
-    if qmin > qmax:
-        c.fail(f"quant_min={qmin} must be less than or equal to quant_max={qmax}", "quant_min",
-               tf="`quant_min` should be less than or         equal to `quant_max`.")
-    for n, v in (("quant_min", qmin), ("quant_max", qmax)):
-        if abs(v) > QUANT_LIMIT:
-            c.fail(f"{n}={v} is beyond the quantisation ranges qdq_compiler computes exactly in float32; allowed: "
-                   f"-2^24 <= {n} <= 2^24", n)
-    if qmax - qmin > QUANT_LIMIT:
-        c.fail(f"quant_max - quant_min = {qmax - qmin} spans more levels than float32 holds exactly; allowed: at "
-               f"most 2^24 (a 24-bit range)", "quant_max")
+    check_quant_range(c, qmin, qmax)
     scale, zp = arrays["scale"], arrays["zero_point"]
     if spec.variant.per_channel:
         axis = attrs["axis"]

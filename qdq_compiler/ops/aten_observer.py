@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import QDQError, QDQTypeError
 from . import aten_fake_quant as FQ
-from .aten_common import AtenFamily, torch_name
+from .aten_common import AtenFamily, check_quant_range, torch_name
 from .family import AXIS, FLAT
 from .rules import Rules
 from .spec import RANGE, Output, OpSpec, attr, data, fixed, result, scalar
@@ -123,16 +123,7 @@ def oracle(call):
 def check(c, spec, arrays, attrs):
     qmin, qmax = attrs["quant_min"], attrs["quant_max"]
     x = arrays["input"]
-    if qmin > qmax:
-        c.fail(f"quant_min={qmin} must be less than or equal to quant_max={qmax}", "quant_min",
-               tf="`quant_min` should be less than or         equal to `quant_max`.")
-    for n, v in (("quant_min", qmin), ("quant_max", qmax)):
-        if abs(v) > FQ.QUANT_LIMIT:
-            c.fail(f"{n}={v} is beyond the quantisation ranges qdq_compiler computes exactly in float32; allowed: "
-                   f"-2^24 <= {n} <= 2^24", n)
-    if qmax - qmin > FQ.QUANT_LIMIT:
-        c.fail(f"quant_max - quant_min = {qmax - qmin} spans more levels than float32 holds exactly; allowed: at "
-               f"most 2^24 (a 24-bit range)", "quant_max")
+    check_quant_range(c, qmin, qmax)
     if attrs["ch_axis"] >= x.ndim:   # checked per tensor too (measured)
         c.fail(f"ch_axis={attrs['ch_axis']} must be less than the input's rank {x.ndim}", "ch_axis",
                tf="Error in fused_moving_avg_obs_fake_quant_cpu: ch_axis must be < self.dim()")
