@@ -115,3 +115,32 @@ def test_bad_input_names_the_argument(kw, arg, words):
     with pytest.raises(QDQError) as info:
         _call(lambda *a: fn(*a[:6], a[6].astype(zp_dtype), *a[7:]), x, **kw)
     assert info.value.arg == arg and words in str(info.value)
+
+
+def _dispatch_bindings(cfg, tmp_path) -> list[int]:
+    """The buffers each dispatch of ``cfg``'s program binds, from IREE's dumped executable sources."""
+    import re
+    import subprocess
+    from qdq_compiler import emit, targets
+    from qdq_compiler.iree_tools import iree_compile_path
+    src = tmp_path / "m.mlir"
+    src.write_text(emit.render(cfg))
+    dump = tmp_path / "dump"
+    subprocess.run([iree_compile_path(), str(src), "-o", str(tmp_path / "m.vmfb"), *targets.get(cfg.target).compile_flags,
+                    f"--iree-hal-dump-executable-sources-to={dump}"], check=True, capture_output=True)
+    layouts = [re.search(r"#hal\.pipeline\.layout<[^\n]*", f.read_text()) for f in sorted(dump.glob("*.mlir"))]
+    return [m.group(0).count("#hal.pipeline.binding<") for m in layouts if m]
+
+
+@pytest.mark.parametrize("attrs", [{}, {"symmetric_quant": True}, {"per_row_fake_quant": True},
+                                   {"per_row_fake_quant": True, "symmetric_quant": True}], ids=str)
+def test_no_dispatch_binds_more_buffers_than_cuda_takes(attrs, tmp_path):
+    """CUDA loads no module with a dispatch of more than 16 bindings (Limits.max_dispatch_bindings, measured: the
+    first symmetric per-tensor program had 23, its constants as parameters). float64 takes the most parameters."""
+    from qdq_compiler import targets
+    from qdq_compiler.config import OpConfig
+    limit = targets.get("cuda").limits.max_dispatch_bindings
+    cfg = OpConfig.make(OP, attrs, "float64", "?x?" if attrs.get("per_row_fake_quant") else "?", "cuda", "runtime",
+                        "torch-cpu")
+    counts = _dispatch_bindings(cfg, tmp_path)
+    assert len(counts) >= 4 and 0 < max(counts) <= limit, counts

@@ -43,7 +43,7 @@ def _cdiv(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def symmetric_levels(qmin: int, qmax: int) -> tuple[int, int]:
+def symmetric_levels(qmin: int, qmax: int) -> tuple[int, int]:  # (the template derives them as floats)
     """FBGEMM's preserve_sparsity range: (-((qmax - qmin) / 2 + 1), (qmax - qmin) / 2), C division."""
     return -(_cdiv(qmax - qmin, 2) + 1), _cdiv(qmax - qmin, 2)
 
@@ -146,17 +146,10 @@ def check(c, spec, arrays, attrs):
 
 
 def params(spec, attrs, dtype):
-    """quant_min/quant_max in the compute type (the fake-quant kernel's), and the constants FBGEMM's qparams
-    read, in their types: the levels as double and float, |quant_min|, |quant_max|, the middle, the symmetric
-    range."""
-    qmin, qmax = attrs["quant_min"], attrs["quant_max"]
-    sqmin, sqmax = symmetric_levels(qmin, qmax)
-    return FQ.params(spec, attrs, dtype) + [
-        ("qmin_d", "f64", F64(qmin)), ("qmax_d", "f64", F64(qmax)), ("abs_qmin_d", "f64", F64(abs(qmin))),
-        ("abs_qmax_d", "f64", F64(abs(qmax))), ("levels_d", "f64", F64(qmax - qmin)),
-        ("levels_f", "f32", F32(qmax - qmin)), ("mid_d", "f64", F64(qmin + qmax) / 2),
-        ("sqmin_f", "f32", F32(sqmin)), ("sqmax_f", "f32", F32(sqmax)), ("sqmin_d", "f64", F64(sqmin)),
-        ("sqmax_d", "f64", F64(sqmax))]
+    """quant_min/quant_max in the compute type (the fake-quant kernel's); for float64 also as float32, from which
+    the template derives FBGEMM's constants (as parameters, each would be a binding: CUDA takes 16 a dispatch)."""
+    extra = [("qmin_f", "f32", F32(attrs["quant_min"])), ("qmax_f", "f32", F32(attrs["quant_max"]))]
+    return FQ.params(spec, attrs, dtype) + (extra if dtypes.get(dtypes.get(dtype).compute).mlir == "f64" else [])
 
 
 RULES = {"torch-cpu": Rules(oracle, "aten_observer.mlir.j2", DTYPES, check=check, params=params)}
