@@ -16,7 +16,7 @@ from qdq_compiler.validation import public_sum_agrees
 
 from checks import failures_of
 from goldens import decode
-from targets_util import RUN_TARGETS, require
+from targets_util import RUN_TARGETS, dumped_dispatches, require
 
 ATEN_OPS = sorted(n for n, s in ops.OPS.items() if s.namespace == "aten")
 F32 = np.float32
@@ -94,6 +94,19 @@ SAMPLED_OFF_CPU = {"fake_quantize_per_channel_affine", "fake_quantize_per_tensor
 
 
 X = np.array([-1.26, -0.35, -0.05, 0.0, 0.05, 0.15, 0.25, 1.3, np.nan, np.inf], F32)
+
+
+@pytest.mark.parametrize("target", ["cpu", "vulkan", "cuda"])
+@pytest.mark.parametrize("op, attrs, shape", [("fake_quantize_per_tensor_affine_cachemask", {}, "?"),
+                                              ("fake_quantize_per_channel_affine_cachemask", {"axis": 1}, "?x?")])
+def test_a_mask_and_its_output_are_written_by_one_dispatch(op, attrs, shape, target, tmp_path):
+    """IREE 3.13 splits results of mixed widths (float output, bool mask) over two dispatches that pass the level
+    through memory (4.1x a copy on cpu); targets.fusion_flags keeps them in one. Compiled only (any machine)."""
+    from qdq_compiler.config import OpConfig
+    import re
+    cfg = OpConfig.make(op, attrs, "float32", shape, target, "runtime", "torch-cpu")
+    stores = [set(re.findall(r"writeonly:tensor<(?:\?x)+(f32|i8)>", text)) for text in dumped_dispatches(cfg, tmp_path)]
+    assert {"f32", "i8"} in stores, stores   # one dispatch writes both (the level is not written in between)
 
 
 def test_called_as_torch_ops_aten_is():

@@ -13,7 +13,7 @@ import qdq_compiler as q
 from qdq_compiler import QDQError, goldens
 from qdq_compiler.numerics import bit_equal
 
-from targets_util import RUN_TARGETS, require
+from targets_util import RUN_TARGETS, dumped_dispatches, require
 
 OP = "fused_moving_avg_obs_fake_quant"
 F32 = np.float32
@@ -120,15 +120,7 @@ def test_bad_input_names_the_argument(kw, arg, words):
 def _dispatch_bindings(cfg, tmp_path) -> list[int]:
     """The buffers each dispatch of ``cfg``'s program binds, from IREE's dumped executable sources."""
     import re
-    import subprocess
-    from qdq_compiler import emit, targets
-    from qdq_compiler.iree_tools import iree_compile_path
-    src = tmp_path / "m.mlir"
-    src.write_text(emit.render(cfg))
-    dump = tmp_path / "dump"
-    subprocess.run([iree_compile_path(), str(src), "-o", str(tmp_path / "m.vmfb"), *targets.get(cfg.target).compile_flags,
-                    f"--iree-hal-dump-executable-sources-to={dump}"], check=True, capture_output=True)
-    layouts = [re.search(r"#hal\.pipeline\.layout<[^\n]*", f.read_text()) for f in sorted(dump.glob("*.mlir"))]
+    layouts = [re.search(r"#hal\.pipeline\.layout<[^\n]*", text) for text in dumped_dispatches(cfg, tmp_path)]
     return [m.group(0).count("#hal.pipeline.binding<") for m in layouts if m]
 
 

@@ -116,8 +116,8 @@ def test_every_default_case_builds_valid_inputs():
     from qdq_compiler.oracle import compute
     from qdq_compiler.validation import bind
     for case in bench.CASES:
-        kw = bench.make_inputs(case, 1 << 8)
-        compute(bind(case.op, kw, semantics=case.semantics))  # validates, in the case's namespace
+        kw = bench.make_inputs(case, 1 << 8)   # the public arguments, converted as the namespace's functions do
+        compute(bind(case.op, case.spec.family.public_arguments(case.spec, dict(kw)), semantics=case.semantics))
 
 
 # -- the runtime's zero-copy paths (what the benchmark's api variant exercises) ----------------------

@@ -21,11 +21,29 @@ import functools
 import re
 from dataclasses import dataclass, field, fields
 
+import numpy as _np
+
 from .. import dtypes as _dtypes
 from ..errors import QDQError, TargetUnavailableError
 from . import conflicts
 
 COMMON_FLAGS = ("--iree-input-type=stablehlo", "--iree-input-demote-f64-to-f32=false")
+
+
+# IREE 3.13's dispatch creation puts data-shaped results of different element widths (a float output and its bool
+# mask) in separate dispatches: the first writes the quantised level as well, the second reads it back to write
+# the mask (the cachemask ops: 4.1x a copy on cpu, twice the single-result op on CUDA). Its aggressive fusion keeps
+# them in one dispatch (measured on the per-tensor cachemask, llvm-cpu: 4 dispatches -> 3, the level no longer
+# materialised). Only such programs take the flag: the others' artifacts (and their measured speed) stay as they are.
+MIXED_WIDTH_FUSION = ("--iree-dispatch-creation-enable-aggressive-fusion",)
+
+
+def fusion_flags(spec, dtype: str) -> tuple[str, ...]:
+    """MIXED_WIDTH_FUSION for an op whose data-shaped results (spec.Output, layout "data") differ in element width
+    in a ``dtype`` program; else none."""
+    widths = {_dtypes.get(dtype).np.itemsize if r.dtype == "T" else _np.dtype(r.dtype).itemsize
+              for r in spec.results if r.layout == "data"}
+    return MIXED_WIDTH_FUSION if len(widths) > 1 else ()
 
 
 @dataclass(frozen=True)
@@ -161,6 +179,11 @@ class Target:
     def fma_flags(self, fma: str) -> tuple[str, ...]:
         """The extra compile flags of a program that computes its multiply-adds ``fma`` ("" none)."""
         return self.multiply_add.flags if fma == "hardware" else ()
+
+    def program_flags(self, cfg) -> tuple[str, ...]:
+        """The flags of ``cfg``'s program beyond the target's own: its tuning, how it multiply-adds, and the fusion
+        its results need (``fusion_flags``)."""
+        return self.tuning_flags(cfg.tuning) + self.fma_flags(cfg.fma) + fusion_flags(cfg.spec, cfg.dtype)
 
     def dtype_gap(self, dtype: str) -> str:
         """Why this target cannot run ``dtype`` ('' when it can)."""

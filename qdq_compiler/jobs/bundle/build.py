@@ -120,7 +120,7 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
         e, t = job
         oc = OpConfig.make(e.op, dict(e.attrs), e.dtype, e.shape, t, "baked", e.semantics)
         mlir = emit.render(oc)
-        flags = flags_of(t) + T.get(t).fma_flags(oc.fma)
+        flags = flags_of(t) + T.get(t).program_flags(oc)
         t0 = time.perf_counter()
         was_cached = False
         if use_cache:
