@@ -202,3 +202,26 @@ def test_a_bundle_of_aten_ops_answers_as_the_namespace(tmp_path):
     got = b.lsq_grad(grad=g, input=xx, scale=sc, zero_point=zp)
     want = q.oracle.aten._fake_quantize_learnable_per_tensor_affine_backward(g, xx, sc, zp, -128, 127)
     assert [a.shape for a in got] == [(100,), (1,), (1,)] and bit_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+@pytest.mark.parametrize("op, axis", [("_fake_quantize_learnable_per_tensor_affine_backward", ()),
+                                      ("_fake_quantize_learnable_per_channel_affine_backward", (1,))])
+def test_lsq_gradients_of_a_float16_input_beyond_pytorch(op, axis, target):
+    """PyTorch's LSQ backward refuses float16; here it takes the bfloat16 path: the input's exact float32 value,
+    PyTorch's float32 arithmetic and sums, float32 results."""
+    require(target)
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((40, 5)) * 4).astype(np.float16)
+    g = rng.standard_normal((40, 5)).astype(F32)
+    c = 5 if axis else 1
+    sc, zp = rng.uniform(0.05, 0.3, c).astype(F32), rng.uniform(-3, 3, c).astype(F32)
+    args = lambda xx: (g, xx, sc, zp, *axis, -8, 7, 0.5)
+    want = getattr(q.oracle.aten, op)(*args(x.astype(F32)))
+    assert all(bit_equal(a, b) for a, b in zip(getattr(q.oracle.aten, op)(*args(x)), want))
+    got = getattr(q.aten, op)(*args(x), target=target)
+    assert bit_equal(got[0], want[0]) and got[1].dtype == F32
+    kw = dict(zip(("grad", "input", "scale", "zero_point"), args(x)[:4]), **({"axis": 1} if axis else {}),
+              quant_min=-8, quant_max=7, grad_factor=0.5)
+    for name, a, b in zip(("dScale", "dZeroPoint"), got[1:], want[1:]):
+        assert bit_equal(a, b) or public_sum_agrees(op, kw, name, a, b), name

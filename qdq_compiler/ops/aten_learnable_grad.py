@@ -10,7 +10,9 @@ x86-64 with FMA, measured: 200 of 200 cases only with both fused):
 then dScale and dZeroPoint summed over every element (per-tensor, a [1] result) or over every dimension but
 the axis (per-channel, [C]; a 1-D input gives 0-d sums: PyTorch reduces all dims for an empty list). The
 zero point is rounded on the host first: per-tensor ``trunc(clamp(zp + 0.5))``, per-channel half to even.
-Inputs float32, or a bfloat16 input with everything converted to float32; the results are float32.
+Inputs float32, or a bfloat16 input with everything converted to float32; the results are float32. Beyond
+PyTorch (which refuses float16: "Expected X_.scalar_type() == ScalarType::Float"), a float16 input takes the
+bfloat16 path: its exact float32 value, PyTorch's float32 arithmetic, float32 results.
 
 The oracle sums in PyTorch's order (ops/aten_sum.py: its bits, 2 threads); a compiled target sums in its own,
 within (n - 1) eps sum|terms| (policy 6; ``sum_terms``). A kept dX element is selected, not multiplied by 1:
@@ -28,7 +30,8 @@ from .aten_common import ASSERT_TAIL, AtenFamily, Variant, check_axis, check_vec
 from .rules import Rules
 from .spec import RANGE, OpSpec, Output, attr, data, fixed, result, scalar
 
-DTYPES = ("bfloat16", "float32")
+DTYPES = ("bfloat16", "float16", "float32")
+WIDENED = ("bfloat16", "float16")   # 16-bit inputs: every tensor converted to float32 (PyTorch's bfloat16 path)
 F32, F64 = np.float32, np.float64
 TWO_63 = 2.0 ** 63
 NUM_THREADS = 2      # the goldens' torch.get_num_threads(): a sum of 32768 or more splits over them
@@ -129,12 +132,13 @@ class AtenLearnableGrad(AtenFamily):
         return t if axis is None else np.moveaxis(t, axis, -1)
 
     def public_arguments(self, spec, kwargs):
-        """PyTorch's conversions: with a bfloat16 input every tensor becomes float32 (else all must be float32:
+        """PyTorch's conversions: with a bfloat16 (or, beyond PyTorch, float16) input every tensor becomes float32
+        (else all must be float32:
         bind refuses others in PyTorch's words); the zero point rounded on the host (per-tensor: element 0,
         trunc(clamp(zp + 0.5)); per-channel: half to even, clamped); per-tensor scale element 0."""
         out = dict(kwargs)
         x = out.get("input")
-        widen = isinstance(x, np.ndarray) and dtypes.name_of(x.dtype) == "bfloat16"
+        widen = isinstance(x, np.ndarray) and dtypes.name_of(x.dtype) in WIDENED
         for name in ("grad", "scale", "zero_point"):
             v = out.get(name)
             if isinstance(v, (np.ndarray, np.generic)):
@@ -143,7 +147,7 @@ class AtenLearnableGrad(AtenFamily):
                     v = v.astype(F32)
                 elif v.dtype != F32:
                     raise QDQTypeError(f"{name} has dtype {v.dtype}; the learnable gradients take float32 (or any float "
-                                   f"type beside a bfloat16 input)", op=spec.name, arg=name, reference="PyTorch",
+                                   f"type beside a bfloat16 or float16 input)", op=spec.name, arg=name, reference="PyTorch",
                                    tf_message=f"Expected {_TORCH_ARG[name]}.scalar_type() == ScalarType::Float to be "
                                               f"true, but got false.{ASSERT_TAIL}")
                 out[name] = v
