@@ -87,8 +87,9 @@ class Limits:
     outer_reductions: bool = True            # compiles reductions over the outer dim of [?, ?] data (IREE 3.13's
     #   vulkan-spirv fails on tf-xla's NaN-skipping per-channel range there: "failed to legalize unresolved
     #   source materialization"): without, per-axis data that reduces stays [outer, C, 1] (canonical_view)
-    paired_channel_reductions: bool = True    # compiles one per-channel reduction with two results (macro
-    #   reduce_pair; IREE 3.13's cuda: "failed to bufferize op" on the LSQ per-channel sums): without, two reductions
+    paired_reductions: bool = True            # one reduction with two results is fast here (macro reduce_pair;
+    #   IREE 3.13's cuda, measured on an H200: the LSQ per-channel sums "failed to bufferize op", the per-tensor ones
+    #   ran 190x slower, 124.9 against 0.65 ms at 2^20): without, two reductions
     max_dispatch_bindings: int | None = None  # buffers one dispatch may bind (IREE's CUDA HAL: 16,
     #   IREE_HAL_CUDA_MAX_DISPATCH_BINDING_COUNT; measured on an H200: a module with a 23-binding dispatch fails to
     #   load, "binding_flags count 23 exceeds maximum of 16"): each runtime parameter a dispatch reads is one, so a
@@ -344,7 +345,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            # Measured on an H200 (driver 580): a zero-element call fails with CUDA_ERROR_INVALID_VALUE.
            # fma.rn.f32/f64 round once (sm_80 PTX; 4,000,000 triples per type exact on an H200); denormals
            # are kept, so the template flushes the fused result as x86's FTZ does (macro fma_hw_func)
-           limits=Limits(empty_buffers=False, max_dispatch_bindings=16, paired_channel_reductions=False),
+           limits=Limits(empty_buffers=False, max_dispatch_bindings=16, paired_reductions=False),
            quirks=_GPU_QUIRKS,
            multiply_add=MultiplyAdd("hardware")),
 ]}
