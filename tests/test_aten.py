@@ -231,3 +231,22 @@ def test_lsq_gradients_of_a_float16_input_beyond_pytorch(op, axis, target):
               quant_min=-8, quant_max=7, grad_factor=0.5)
     for name, a, b in zip(("dScale", "dZeroPoint"), got[1:], want[1:]):
         assert bit_equal(a, b) or public_sum_agrees(op, kw, name, a, b), name
+
+
+def test_lsq_gradients_of_a_float64_input_beyond_pytorch():
+    """PyTorch has no float64 LSQ backward; here a float64 input is rounded to float32 first (input.float()), then
+    PyTorch's float32 kernel: the answers are those of the rounded call, float32."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((30, 4)) * 4
+    x[0, 0] = 1e300                                         # beyond float32: inf, as Tensor.float()
+    g = rng.standard_normal((30, 4)).astype(F32)
+    sc, zp = np.array([0.1], F32), np.array([0.4], F32)
+    op = "_fake_quantize_learnable_per_tensor_affine_backward"
+    with np.errstate(over="ignore"):
+        want = getattr(q.oracle.aten, op)(g, x.astype(F32), sc, zp, -8, 7)
+    for fn in (getattr(q.oracle.aten, op), getattr(q.aten, op)):
+        got = fn(g, x, sc, zp, -8, 7)
+        assert all(a.dtype == F32 for a in got) and bit_equal(got[0], want[0])
+        assert all(bit_equal(a, b) or public_sum_agrees(op, dict(grad=g, input=x, scale=sc, zero_point=zp,
+                                                                  quant_min=-8, quant_max=7), n, a, b)
+                   for n, a, b in zip(("dScale", "dZeroPoint"), got[1:], want[1:]))

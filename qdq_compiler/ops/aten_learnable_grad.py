@@ -11,8 +11,9 @@ then dScale and dZeroPoint summed over every element (per-tensor, a [1] result) 
 the axis (per-channel, [C]; a 1-D input gives 0-d sums: PyTorch reduces all dims for an empty list). The
 zero point is rounded on the host first: per-tensor ``trunc(clamp(zp + 0.5))``, per-channel half to even.
 Inputs float32, or a bfloat16 input with everything converted to float32; the results are float32. Beyond
-PyTorch (which refuses float16: "Expected X_.scalar_type() == ScalarType::Float"), a float16 input takes the
-bfloat16 path: its exact float32 value, PyTorch's float32 arithmetic, float32 results.
+PyTorch (which refuses float16 and float64: "Expected X_.scalar_type() == ScalarType::Float"), a float16 input
+takes the bfloat16 path (its exact float32 value, PyTorch's float32 arithmetic, float32 results), and a float64
+input is first rounded to float32 (``input.float()``): PyTorch's only LSQ arithmetic is float32's.
 
 The oracle sums in PyTorch's order (ops/aten_sum.py: its bits, 2 threads); a compiled target sums in its own,
 within (n - 1) eps sum|terms| (policy 6; ``sum_terms``). A kept dX element is selected, not multiplied by 1:
@@ -133,12 +134,18 @@ class AtenLearnableGrad(AtenFamily):
 
     def public_arguments(self, spec, kwargs):
         """PyTorch's conversions: with a bfloat16 (or, beyond PyTorch, float16) input every tensor becomes float32
-        (else all must be float32:
-        bind refuses others in PyTorch's words); the zero point rounded on the host (per-tensor: element 0,
-        trunc(clamp(zp + 0.5)); per-channel: half to even, clamped); per-tensor scale element 0."""
+        (else all must be float32: bind refuses others in PyTorch's words); beyond PyTorch, a float64 input is
+        rounded to float32 here (``input.float()``), and then takes that path; the zero point rounded on the host
+        (per-tensor: element 0, trunc(clamp(zp + 0.5)); per-channel: half to even, clamped); per-tensor scale
+        element 0."""
         out = dict(kwargs)
         x = out.get("input")
-        widen = isinstance(x, np.ndarray) and dtypes.name_of(x.dtype) in WIDENED
+        if isinstance(x, np.ndarray) and x.dtype == F64:
+            with np.errstate(over="ignore"):
+                out["input"] = x = x.astype(F32)   # nearest float32 (beyond its range: inf), as Tensor.float()
+            widen = True
+        else:
+            widen = isinstance(x, np.ndarray) and dtypes.name_of(x.dtype) in WIDENED
         for name in ("grad", "scale", "zero_point"):
             v = out.get(name)
             if isinstance(v, (np.ndarray, np.generic)):
@@ -147,7 +154,7 @@ class AtenLearnableGrad(AtenFamily):
                     v = v.astype(F32)
                 elif v.dtype != F32:
                     raise QDQTypeError(f"{name} has dtype {v.dtype}; the learnable gradients take float32 (or any float "
-                                   f"type beside a bfloat16 or float16 input)", op=spec.name, arg=name, reference="PyTorch",
+                                   f"type beside a bfloat16, float16 or float64 input)", op=spec.name, arg=name, reference="PyTorch",
                                    tf_message=f"Expected {_TORCH_ARG[name]}.scalar_type() == ScalarType::Float to be "
                                               f"true, but got false.{ASSERT_TAIL}")
                 out[name] = v
