@@ -208,6 +208,17 @@ def test_a_bundle_of_aten_ops_answers_as_the_namespace(tmp_path):
     got = b.lsq_grad(grad=g, input=xx, scale=sc, zero_point=zp)
     want = q.oracle.aten._fake_quantize_learnable_per_tensor_affine_backward(g, xx, sc, zp, -128, 127)
     assert [a.shape for a in got] == [(100,), (1,), (1,)] and bit_equal(got[0], want[0])
+    # a FusedMovingAvgObsFakeQuantize module's three calls: the state the bundle returns goes into the next call
+    state = (np.array(np.inf, F32), np.array(-np.inf, F32), np.array([1.0], F32), np.array([0], np.int32))
+    want_state = state
+    for step in range(3):
+        xs = x * F32(step + 1)
+        got = b.qat_obs(input=xs, observer_on=np.array([1]), fake_quant_on=np.array([1]), running_min=state[0],
+                        running_max=state[1], scale=state[2], zero_point=state[3], averaging_const=0.25)
+        want = q.oracle.aten.fused_moving_avg_obs_fake_quant(xs, np.array([1]), np.array([1]), *want_state, 0.25, 0,
+                                                             255, 0)
+        assert all(a.shape == w.shape and bit_equal(a, w) for a, w in zip(got, want)), step
+        state, want_state = tuple(got[1:]), tuple(want[1:])
 
 
 @pytest.mark.parametrize("target", RUN_TARGETS)
