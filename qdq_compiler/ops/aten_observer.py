@@ -196,7 +196,7 @@ class AtenObserver(AtenFamily):
                                    arg=name, reference="PyTorch",
                                    tf_message="a Tensor with 0 elements cannot be converted to Scalar")
                 first = a.reshape(-1)[0]
-                if not np.isfinite(first) if a.dtype.kind == "f" else False:
+                if a.dtype.kind == "f" and not np.isfinite(first):
                     raise QDQError(f"{name}={first} is not a number that converts to an int", op=spec.name, arg=name)
                 out[name] = np.int32(int(first) != 0)
         if isinstance(out.get("averaging_const"), (int, float, np.generic, np.ndarray)):
@@ -209,7 +209,8 @@ class AtenObserver(AtenFamily):
             for name in STATE:
                 v = out.get(name)
                 if isinstance(v, np.ndarray) and v.shape == (1,):
-                    out[name], _ = v.reshape(()), one.append(name)
+                    out[name] = v.reshape(())
+                    one.append(name)
                 elif isinstance(v, np.ndarray) and v.ndim != 0:
                     raise QDQError(f"{name} has shape {list(v.shape)}; a per-tensor observer keeps one value: "
                                    f"shape [] or [1]", op=spec.name, arg=name, reference="PyTorch",

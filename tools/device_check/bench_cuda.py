@@ -30,6 +30,15 @@ def torch_aten_fn(c, kw):
     return lambda: getattr(torch.ops.aten, c.op)(*args)
 
 
+def time_torch(row, g, c, kw):
+    """PyTorch's CUDA op ``g`` and a device copy of the case's data, synchronised, into ``row``."""
+    def gs():
+        r = g(); torch.cuda.synchronize(); return r
+    row["torch_gpu_ms"] = round(tm(gs)[0] * 1e3, 4)
+    x = torch.from_numpy(kw[BM.data_inputs(c)[0]]).cuda()
+    row["torch_gpu_copy_ms"] = round(tm(lambda: (x.clone(), torch.cuda.synchronize()))[0] * 1e3, 4)
+
+
 def same_bits(ours, theirs):
     """Do PyTorch's CUDA results carry our (= its CPU kernels') bits? Per output, as a list."""
     ours = ours if isinstance(ours, tuple) else (ours,)
@@ -50,30 +59,22 @@ for c in BC.select_cases(None, semantics=sems):
             med, mn = tm(fns[v])
             row[v[0] + "_ms"] = round(med * 1e3, 3); row[v[0] + "_min_ms"] = round(mn * 1e3, 3)
         if tdev and sem == "torch-cpu":
-          try:
-            g = torch_aten_fn(c, kw)
-            if k <= 20:
-                row["torch_gpu_same_bits"] = same_bits(fns[("api", "cuda")](), g())
-            def gs():
-                r = g(); torch.cuda.synchronize(); return r
-            med, mn = tm(gs); row["torch_gpu_ms"] = round(med * 1e3, 4)
-            x = torch.from_numpy(kw[BM.data_inputs(c)[0]]).cuda()
-            cp = lambda: (x.clone(), torch.cuda.synchronize())
-            med, mn = tm(cp); row["torch_gpu_copy_ms"] = round(med * 1e3, 4)
-          except Exception as e:  # PyTorch's version there (2.11) may lack an overload: say so, time the rest
-            row["torch_gpu_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            try:   # PyTorch's version there (2.11) may lack an overload: say so, time the rest
+                g = torch_aten_fn(c, kw)
+                if k <= 20:
+                    row["torch_gpu_same_bits"] = same_bits(fns[("api", "cuda")](), g())
+                time_torch(row, g, c, kw)
+            except Exception as e:
+                row["torch_gpu_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         if tdev and case.torch and sem == "tf-cpu":
             x = torch.from_numpy(kw[BM.data_inputs(c)[0]]).cuda()
             if case.torch == "per-tensor":
                 g = lambda: torch.fake_quantize_per_tensor_affine(x, 0.01, 128, 0, 255)
             else:
-                s = torch.full((x.shape[1],), 0.01, device="cuda"); z = torch.full((x.shape[1],), 128, dtype=torch.int32, device="cuda")
+                s = torch.full((x.shape[1],), 0.01, device="cuda")
+                z = torch.full((x.shape[1],), 128, dtype=torch.int32, device="cuda")
                 g = lambda: torch.fake_quantize_per_channel_affine(x, s, z, 1, 0, 255)
-            def gs():
-                r = g(); torch.cuda.synchronize(); return r
-            med, mn = tm(gs); row["torch_gpu_ms"] = round(med * 1e3, 4)
-            cp = lambda: (x.clone(), torch.cuda.synchronize())
-            med, mn = tm(cp); row["torch_gpu_copy_ms"] = round(med * 1e3, 4)
+            time_torch(row, g, c, kw)
         rows.append(row)
         print(json.dumps(row), flush=True)
 json.dump(rows, open(out, "w"), indent=1)
