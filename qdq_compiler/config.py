@@ -162,9 +162,9 @@ class OpConfig:
             elif inp.layout == ops.SCALAR:
                 kwargs[inp.name] = np.array(inp.example, inp.dtype)
             else:   # a per-channel parameter: its declared stand-in value
-                kwargs[inp.name] = np.full(pshape, inp.example, np.dtype(inp.dtype_name(a, dt.name)))
+                kwargs[inp.name] = np.full(pshape, inp.example, dtypes.np_of(inp.dtype_name(a, dt.name)))
             if inp.layout == ops.DATA and not inp.typed_by_op:
-                kwargs[inp.name] = np.zeros(dims, np.dtype(inp.dtype_name(a, dt.name)))
+                kwargs[inp.name] = np.zeros(dims, dtypes.np_of(inp.dtype_name(a, dt.name)))
         bind(self.op, {**kwargs, **{k: v for k, v in a.items()}}, semantics=self.semantics)
 
     def key(self) -> dict:

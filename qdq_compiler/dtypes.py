@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from . import storage as _storage
 from .errors import QDQError
 
 
@@ -98,8 +99,15 @@ def allowed(names=None) -> str:
 
 
 def mlir_of(name: str) -> str:
-    """The MLIR element type of a float or integer dtype name."""
-    return FLOATS[name].mlir if name in FLOATS else INTS[name]
+    """The MLIR element type of a float or integer dtype name; a storage type's (storage.py): its container."""
+    if name in FLOATS:
+        return FLOATS[name].mlir
+    return INTS[name] if name in INTS else _storage.TABLE[name].container
+
+
+def np_of(name: str) -> np.dtype:
+    """The NumPy dtype of a name in this table or the storage table (ml_dtypes' int4, float8_e4m3fn, ...)."""
+    return _storage.TABLE[name].np if name in _storage.TABLE else np.dtype(name)
 
 
 def from_mlir(etype: str) -> str:
@@ -137,7 +145,8 @@ def abi_view(a: np.ndarray, widened: bool = False) -> np.ndarray:
     widens on the host (``Target.widens_on_host``: an exact conversion), anything else unchanged."""
     name = name_of(a.dtype)
     if name not in _NARROW:
-        return a.view(np.int8) if name == "bool" else a
+        view = _CODE_VIEWS.get(name)
+        return a.view(view) if view is not None else a
     return a.astype(np.float32) if widened else a.view(np.int16)
 
 
@@ -147,7 +156,14 @@ def from_abi(a: np.ndarray, dtype) -> np.ndarray:
     name = name_of(dtype)
     if name == "bool" and a.dtype == np.int8:
         return a.view(np.bool_)
+    if name in _CODE_VIEWS and a.dtype == _CODE_VIEWS[name]:
+        return a.view(dtype)
     return a.view(dtype) if name in _NARROW and a.dtype == np.int16 else a
 
 
 _NARROW = ("float16", "bfloat16")
+# What crosses the boundary as a signed integer of its width: a bool as i8; the storage types (storage.py) other
+# than the 16-bit floats and the signed 8/16-bit integers (already what IREE takes) as their codes, i8 or i16.
+_CODE_VIEWS = {"bool": np.dtype(np.int8), **{
+    n: np.dtype(np.int8 if t.container_bits == 8 else np.int16) for n, t in _storage.TABLE.items()
+    if n not in _NARROW and n not in ("int8", "int16")}}

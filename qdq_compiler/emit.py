@@ -207,6 +207,12 @@ class RenderContext:
         t = self.ttype if inp.layout == ops.DATA else self.ptype  # min / max: 0-d per-tensor, [C] per-channel
         return self.storage_type(t) if storage and not self.host_widened else t
 
+    @property
+    def data_type(self) -> str:
+        """The type of the data tensor as the body reads it (the compute type; a storage type's container,
+        ONNX's DequantizeLinear x), whose runtime shape the frame takes (macro shape_of)."""
+        return self.input_type(next(i for i in self.spec.inputs if i.name == self.data_name), storage=False)
+
     def storage_type(self, type_: str) -> str:
         """A compute-type tensor type as the function boundary has it: a narrow float's bit pattern, the integer
         of its width (tensor<?xf32> -> tensor<?xi16> for float16 and bfloat16; narrow_types.mlir.j2 converts)."""
@@ -291,7 +297,7 @@ class RenderContext:
     @property
     def compute_result_types(self) -> list[str]:
         """Each result's type as the body computes it (T in the compute type; a bool mask as i8, 0 or 1)."""
-        return [self.typed(kind, self.T if r.dtype == "T" else dtypes.mlir_of(r.dtype))
+        return [self.typed(kind, self.T if r.dtype == "T" else dtypes.mlir_of(r.dtype_name(self.attrs, self.cfg.dtype)))
                 for kind, r in zip(self.result_kinds, self.spec.results)]
 
 

@@ -81,6 +81,9 @@ def aten_arguments(fn):
     return checked
 
 
+# ONNX's ops take their inputs positionally (or by ONNX's names) and their attributes by name: the same check.
+onnx_arguments = aten_arguments
+
 _execute_run = None
 
 

@@ -43,12 +43,19 @@ TORCH_CPU = Semantics(
     "AVX2 and FMA: a float32 reciprocal of the scale, nearbyint (ties to even), the float zero point's "
     "multiply-add fused where GCC contracts it; float16/bfloat16 computed in float32 and rounded once.")
 
-SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU)}
+ONNX_REFERENCE = Semantics(
+    "onnx", "onnx", "onnx 1.23.2 reference implementation (opset 28)", "onnx",
+    "The onnx package's reference implementation (onnx.reference.ReferenceEvaluator) of ONNX's QuantizeLinear "
+    "and DequantizeLinear at opset 28: NumPy arithmetic in the inputs' types, ml_dtypes' conversions to the "
+    "float8/float6/float4 types; where it departs from the operator text (an infinite quotient into an integer "
+    "type), its answer.")
+
+SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE)}
 DEFAULT = TF_CPU.name
 
 # Each op namespace: the framework whose words errors quote, and the semantics a call gets unless told.
-FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch"}
-NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name}
+FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch", "onnx": "ONNX"}
+NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name, "onnx": ONNX_REFERENCE.name}
 
 
 def framework(namespace: str) -> str:

@@ -47,7 +47,8 @@ class Call:
     def result_dtype(self, i: int) -> np.dtype:
         """The dtype of result ``i``: the op's element type, or the fixed one its declaration names (a bool mask)."""
         declared = self.spec.results[i].dtype
-        return self.dtype if declared == "T" else np.dtype(declared)
+        return self.dtype if declared == "T" else dtypes.np_of(self.spec.results[i].dtype_name(self.attrs,
+                                                                                             self.dtype_name))
 
     def per_channel_axis(self) -> int | None:
         """The channel dimension, or None for a per-tensor call."""
@@ -216,7 +217,7 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
                                          rules.dtypes)
         else:
             fixed = inp.dtype_name(attrs, dtype.name)
-            arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], np.dtype(fixed), (fixed,))
+            arrays[inp.name] = _as_array(c, spec, inp.name, kwargs[inp.name], dtypes.np_of(fixed), (fixed,))
     rules.check(c, spec, arrays, attrs)
     for inp in spec.inputs:   # what the family's checks left: a declared 0-d operand must be 0-d
         if inp.layout == ops.SCALAR and arrays[inp.name].ndim != 0:

@@ -30,7 +30,8 @@ from qdq_compiler.semantics import default_for  # noqa: E402
 PKG = ROOT / "qdq_compiler"
 # (namespace, kind) -> the file, its title line, and how its functions take their arguments
 FILES = {("tf", "compiled"): PKG / "raw_ops.py", ("tf", "oracle"): PKG / "oracle" / "raw_ops.py",
-         ("aten", "compiled"): PKG / "aten.py", ("aten", "oracle"): PKG / "oracle" / "aten.py"}
+         ("aten", "compiled"): PKG / "aten.py", ("aten", "oracle"): PKG / "oracle" / "aten.py",
+         ("onnx", "compiled"): PKG / "onnx_ops.py", ("onnx", "oracle"): PKG / "oracle" / "onnx_ops.py"}
 TITLES = {("tf", "compiled"): "``qdq_compiler.raw_ops``: the compiled ops, named and called like ``tf.raw_ops``, plus "
                               "``target=`` and ``semantics=``.",
           ("tf", "oracle"): "``qdq_compiler.oracle.raw_ops``: the NumPy reference, one function per op, named and "
@@ -39,8 +40,13 @@ TITLES = {("tf", "compiled"): "``qdq_compiler.raw_ops``: the compiled ops, named
                                 "``torch.ops.aten`` (positionally, or with torch's keywords), NumPy in and out, plus "
                                 "``target=`` and ``semantics=``.",
           ("aten", "oracle"): "``qdq_compiler.oracle.aten``: the NumPy reference of PyTorch's fake-quant ops, named "
-                              "and called like ``torch.ops.aten``, plus ``semantics=``."}
-DECORATOR = {"tf": "tf_arguments", "aten": "aten_arguments"}
+                              "and called like ``torch.ops.aten``, plus ``semantics=``.",
+          ("onnx", "compiled"): "``qdq_compiler.onnx_ops``: ONNX's QuantizeLinear and DequantizeLinear (and the pair as "
+                                "one program), compiled, with ONNX's input and attribute names, NumPy and ml_dtypes "
+                                "arrays in and out, plus ``target=`` and ``semantics=``.",
+          ("onnx", "oracle"): "``qdq_compiler.oracle.onnx_ops``: the NumPy reference of ONNX's QuantizeLinear and "
+                              "DequantizeLinear, with ONNX's names, plus ``semantics=``."}
+DECORATOR = {"tf": "tf_arguments", "aten": "aten_arguments", "onnx": "onnx_arguments"}
 
 
 def _header(namespace: str, kind: str) -> str:
@@ -73,6 +79,10 @@ def _function(spec, kind: str) -> str:
     if spec.namespace == "tf":   # TF: keyword-only, then TF's op name
         params = [i.name for i in spec.inputs] + [f"{a.name}={a.default!r}" for a in spec.attrs] + ["name=None"]
         head = "def " + spec.name + "(*, " + ", ".join(params + extra) + "):"
+    elif spec.namespace == "onnx":   # ONNX: the inputs positionally (an optional zero point), the attributes by name
+        inputs = [_aten_param(spec, n) for n in spec.signature if n in spec.input_names]
+        attrs = [_aten_param(spec, n) for n in spec.signature if n not in spec.input_names]
+        head = "def " + spec.name + "(" + ", ".join(inputs) + ", *, " + ", ".join(attrs + extra) + "):"
     else:   # aten: the schema's positional order (derived attributes such as zero_point_dtype are not arguments)
         params = [n if n in spec.input_names else _aten_param(spec, n) for n in spec.signature]
         head = "def " + spec.name + "(" + ", ".join(params) + ", *, " + ", ".join(extra) + "):"
@@ -84,8 +94,9 @@ def _function(spec, kind: str) -> str:
 
 
 def _aten_param(spec, name: str) -> str:
-    default = spec.signature_defaults.get(name)
-    return name if default is None else f"{name}={default!r}"
+    if name not in spec.signature_defaults:
+        return name
+    return f"{name}={spec.signature_defaults[name]!r}"
 
 
 def render(namespace: str, kind: str) -> str:

@@ -92,11 +92,18 @@ class Output:
     read these."""
     name: str
     shape: str = DATA
-    dtype: str = "T"      # "T" (the op's element type) or a fixed dtype ("bool": aten's masks)
+    dtype: str = "T"      # "T" (the op's element type), a fixed dtype ("bool": aten's masks), or "attr:<name>":
+    #   the storage type an attribute names (ONNX's QuantizeLinear: output_dtype)
 
     @property
     def layout(self) -> str:
         return self.shape
+
+    def dtype_name(self, attrs, element: str) -> str:
+        """The result's dtype in a call with ``attrs`` whose element type is ``element``."""
+        if self.dtype == "T":
+            return element
+        return attrs[self.dtype[5:]] if self.dtype.startswith("attr:") else self.dtype
 
 
 def result(name: str, dtype: str = "T") -> Output:

@@ -41,8 +41,10 @@ MIXED_WIDTH_FUSION = ("--iree-dispatch-creation-enable-aggressive-fusion",)
 def fusion_flags(spec, dtype: str) -> tuple[str, ...]:
     """MIXED_WIDTH_FUSION for an op whose data-shaped results (spec.Output, layout "data") differ in element width
     in a ``dtype`` program; else none."""
-    widths = {_dtypes.get(dtype).np.itemsize if r.dtype == "T" else _np.dtype(r.dtype).itemsize
-              for r in spec.results if r.layout == "data"}
+    data_results = [r for r in spec.results if r.layout == "data"]
+    if len(data_results) < 2:
+        return ()
+    widths = {_dtypes.get(dtype).np.itemsize if r.dtype == "T" else _np.dtype(r.dtype).itemsize for r in data_results}
     return MIXED_WIDTH_FUSION if len(widths) > 1 else ()
 
 

@@ -1,0 +1,308 @@
+"""ONNX's QuantizeLinear and DequantizeLinear (opset 28, onnx 1.23.2) and the pair as one program, into and out
+of every storage type of qdq_compiler/storage.py, as the ``onnx`` package's reference implementation computes
+them (semantics ``onnx``; its behaviours, measured, are in tools/goldens/onnx/README.md).
+
+The reference (onnx/reference/ops/op_quantize_linear.py, op_dequantize_linear.py):
+  QuantizeLinear    q = x / y_scale in x's type (a float16 quotient is rounded to float16);
+                    integers: ``np.rint(q).astype(int32)`` (x86: NaN, inf and |q| >= 2^31 become INT32_MIN),
+                    + zero point in int32, clipped to the type's range;
+                    float8: saturate=1 clips q to the type's largest finite value (inf too, NaN stays) and
+                    converts, saturate=0 converts (overflow to inf or NaN); the zero point is not added;
+                    float4/float6: q + zero point, converted (always saturating; NaN -> the sign bit alone).
+  DequantizeLinear  integers and float6: (float32(x) - zero point) * scale in float32; float8 and float4:
+                    float32(x) * scale (the zero point ignored; float8's must be 0); then the output type.
+A per-tensor scale is 0-d or has one element; a per-axis one is 1-D along ``axis`` (negative counts from the
+end); the zero point has the scale's shape and the storage type.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes, storage
+from ..errors import QDQError, QDQTypeError
+from .family import AXIS, FLAT, Family
+from .rules import Rules
+from .spec import DATA, RANGE, OpSpec, attr, data, fixed, per_channel, result
+
+F32 = np.float32
+DTYPES = ("float32", "float16", "bfloat16")
+# The storage types each op takes (opset 28's T3 / T1, less int32: qdq_compiler has no int32 storage yet).
+QUANTIZED = ("int8", "uint8", "int16", "uint16", "int4", "uint4", "int2", "uint2", "float8_e4m3fn",
+             "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
+FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+
+AXIS_ATTR = attr("axis", int, 1, doc="the quantization axis of a per-axis scale (negative: from the end)")
+SATURATE = attr("saturate", int, 1, doc="float8 only: 1 clips beyond the largest value, 0 gives inf or NaN")
+OUTPUT_DTYPE = attr("output_dtype", str, "uint8", QUANTIZED,
+                    doc="the storage type (set from y_zero_point, or the output_dtype given; default uint8)")
+X_DTYPE = attr("x_dtype", str, "uint8", QUANTIZED, doc="set from x: the storage type it holds")
+PER_AXIS = attr("per_axis", bool, False, doc="set from the scale: 1-D with more than one element")
+
+
+@dataclass(frozen=True)
+class Variant:
+    quantize: bool = True       # takes float data and a storage type (QuantizeLinear, the pair)
+    dequantize: bool = False    # returns floats (DequantizeLinear, the pair)
+
+
+def storage_of(spec, attrs) -> storage.StorageType:
+    return storage.get(attrs["output_dtype"] if spec.variant.quantize else attrs["x_dtype"])
+
+
+# -- the NumPy reference -----------------------------------------------------------------------------------
+
+
+def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool):
+    """Codes (int64) of QuantizeLinear: x and scale of the op's float type, broadcastable."""
+    with np.errstate(all="ignore"):
+        q = (x.astype(F32) / scale.astype(F32)).astype(F32)
+        if x.dtype != F32:
+            q = q.astype(x.dtype).astype(F32)       # the reference divides in x's type
+        if not t.is_float:
+            r = np.rint(q.astype(np.float64))
+            bad = ~(np.abs(r) < 2.0 ** 31)            # NaN, inf, beyond int32: INT32_MIN (x86's conversion)
+            qi = np.where(bad, -2 ** 31, np.nan_to_num(r)).astype(np.int64)
+            zp = storage.decode(zp_codes, t).astype(np.int64)
+            qi = ((qi + zp + 2 ** 31) % 2 ** 32) - 2 ** 31   # an int32 sum wraps
+            return storage.encode(np.clip(qi, t.min, t.max), t)
+        if t.name in FLOAT8:
+            return storage.encode(q, t, saturate=bool(saturate))
+        v = (q + storage.decode(zp_codes, t)).astype(F32)
+        if x.dtype != F32:
+            v = v.astype(x.dtype).astype(F32)
+        return storage.encode(v, t)
+
+
+def dequantize(codes, scale, zp_codes, t: storage.StorageType, out_dtype):
+    """DequantizeLinear's values in ``out_dtype``."""
+    with np.errstate(all="ignore"):
+        v = storage.decode(codes, t)
+        if t.name not in FLOAT8 and t.name != "float4_e2m1fn":
+            v = (v - storage.decode(zp_codes, t)).astype(F32)
+        return (v * scale.astype(F32)).astype(F32).astype(out_dtype)
+
+
+def _broadcast_param(a, x_ndim, axis):
+    if a.ndim == 0:
+        return a
+    shape = [1] * x_ndim
+    shape[axis] = a.size
+    return a.reshape(shape)
+
+
+def oracle(call):
+    spec, a, arr = call.spec, call.attrs, call.arrays
+    t = storage_of(spec, a)
+    if spec.variant.quantize:
+        x, scale, zp = arr["x"], arr["y_scale"], arr["y_zero_point"]
+    else:
+        x, scale, zp = arr["x"], arr["x_scale"], arr["x_zero_point"]
+    axis = a["axis"] if a["per_axis"] else 0
+    scale_b = _broadcast_param(scale, x.ndim, axis)
+    zp_codes = _broadcast_param(storage.to_codes(zp).astype(np.int64), x.ndim, axis)
+    if spec.variant.quantize:
+        codes = quantize(x, scale_b, zp_codes, t, a["saturate"])
+        if not spec.variant.dequantize:
+            return (storage.from_codes(codes.astype(np.int8 if t.container_bits == 8 else np.int16), t.np),)
+        return (dequantize(codes, scale_b, zp_codes, t, x.dtype),)
+    x_codes = storage.to_codes(x).astype(np.int64)
+    return (dequantize(x_codes, scale_b, zp_codes, t, scale.dtype),)
+
+
+# -- checks, in ONNX's words ------------------------------------------------------------------------------
+
+
+def check(c, spec, arrays, attrs):
+    t = storage_of(spec, attrs)
+    names = [i.name for i in spec.inputs]
+    x, scale, zp = (arrays[n] for n in names)
+    axis = attrs["axis"]
+    if attrs["per_axis"]:
+        if not 0 <= axis < x.ndim:
+            c.fail(f"axis={axis} is out of range for an input of rank {x.ndim}; allowed: {-x.ndim}..{x.ndim - 1}",
+                   "axis", tf=f"axis is out of boundary, axis={axis}, value.shape={list(scale.shape)}, "
+                              f"shape={list(x.shape)}.")
+        if scale.shape != (x.shape[axis],):
+            c.fail(f"{names[1]} has shape {list(scale.shape)}; a per-axis scale along axis {axis} has "
+                   f"{x.shape[axis]} elements", names[1])
+    if zp.shape != scale.shape:
+        c.fail(f"{names[2]} has shape {list(zp.shape)}; it must have the scale's shape {list(scale.shape)}", names[2])
+    if attrs.get("saturate", 1) not in (0, 1):
+        c.fail(f"saturate={attrs['saturate']}; allowed: 0, 1", "saturate")
+    if not spec.variant.quantize or spec.variant.dequantize:
+        if t.name in FLOAT8 and np.any(storage.to_codes(zp) != 0):
+            c.fail(f"{names[2]} must be 0 for the float8 types (it is ignored)", names[2],
+                   tf="x_zero_point is not null but should be zero for float8 types.")
+
+
+# -- the public call ----------------------------------------------------------------------------------------
+
+
+def _storage_name(spec, name, value) -> str:
+    if value is None or value == 0:
+        return ""
+    try:
+        return storage.get(value).name
+    except QDQError:
+        raise QDQError(f"{name}={value!r} is not a quantized type this op takes; allowed: {', '.join(QUANTIZED)} "
+                       f"(a NumPy/ml_dtypes dtype or its TensorProto number)", op=spec.name, arg=name) from None
+
+
+class OnnxQDQ(Family):
+    name = "onnx_qdq"
+    rules_by_semantics = {}
+
+    def wrong_dtype_words(self, spec, input_name, dtype):
+        return f"Type Error: Type (tensor({dtype.name})) of input parameter ({input_name}) of operator " \
+               f"({spec.name}) in node () is invalid."
+
+    def mismatched_dtype_words(self, spec, index, got, want):
+        return None
+
+    def channel_axis(self, spec, attrs, rank):
+        return attrs["axis"] if attrs.get("per_axis") else None
+
+    def layout(self, spec, attrs):
+        return AXIS if attrs.get("per_axis") else FLAT
+
+    def structural(self, spec):
+        return frozenset({"axis", "per_axis", "output_dtype", "x_dtype", "saturate"}) & set(spec.attr_map)
+
+    def public_arguments(self, spec, kwargs):
+        """ONNX's arguments as bind takes them: a missing zero point is zeros of the output type (uint8 unless
+        ``output_dtype`` says; float4/float6: -0, which adds nothing, not even to -0); ``output_dtype`` as a
+        NumPy dtype or a TensorProto number; a one-element scale is per-tensor, a 1-D one per-axis along a
+        normalised ``axis``."""
+        out = dict(kwargs)
+        names = [i.name for i in spec.inputs]
+        scale_name, zp_name = names[1], names[2]
+        given = out.pop("output_dtype", None)
+        precision = out.pop("precision", None)
+        block_size = out.pop("block_size", 0)
+        if precision not in (None, 0):
+            raise QDQError(f"precision={precision!r}: only the default (the scale's and x's own type) is supported "
+                           f"yet", op=spec.name, arg="precision")
+        if block_size not in (None, 0):
+            raise QDQError(f"block_size={block_size!r}: blocked quantization is not supported yet; allowed: 0",
+                           op=spec.name, arg="block_size")
+        scale = out.get(scale_name)
+        zp = out.get(zp_name)
+        if spec.variant.quantize:
+            named = _storage_name(spec, "output_dtype", given)
+            if zp is None:
+                t = storage.get(named or "uint8")
+                zero = t.sign_bit if t.special == storage.FINITE else 0
+                shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
+                zp = storage.from_codes(np.full(shape, zero, np.int8 if t.container_bits == 8 else np.int16), t.np)
+            elif isinstance(zp, (np.ndarray, np.generic)) and named and dtypes.name_of(np.asarray(zp).dtype) != named:
+                raise QDQError(f"output_dtype={named} does not match y_zero_point's type "
+                               f"{dtypes.name_of(np.asarray(zp).dtype)}", op=spec.name, arg="output_dtype",
+                               reference="ONNX", tf_message=f"Mismatched output data-types: output_dtype="
+                               f"{storage.get(named).onnx_code}, zero_point type="
+                               f"{storage.get(np.asarray(zp).dtype).onnx_code if np.asarray(zp).dtype.name in storage.TABLE else '?'}")
+        else:
+            x = out.get("x")
+            if named := _storage_name(spec, "output_dtype", given):
+                raise QDQError(f"output_dtype={named}: DequantizeLinear returns the scale's type here; allowed: "
+                               f"the default", op=spec.name, arg="output_dtype")
+            if zp is None and isinstance(x, np.ndarray):
+                t = storage.get(x.dtype) if dtypes.name_of(x.dtype) in storage.TABLE else storage.get("uint8")
+                shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
+                zp = storage.from_codes(np.zeros(shape, np.int8 if t.container_bits == 8 else np.int16), t.np)
+        out[zp_name] = zp
+        if isinstance(scale, (np.ndarray, np.generic)):
+            s = np.asarray(scale)
+            if s.ndim > 1:
+                raise QDQError(f"{scale_name} has shape {list(s.shape)}; allowed: a number, or a vector along axis "
+                               f"(blocked scales are not supported yet)", op=spec.name, arg=scale_name,
+                               reference="ONNX", tf_message="Input 2 must be a vector or a number.")
+            if s.ndim == 1 and s.size == 1:
+                out[scale_name] = s.reshape(())
+                if isinstance(zp, (np.ndarray, np.generic)) and np.size(zp) == 1:
+                    out[zp_name] = np.asarray(zp).reshape(())
+            out["per_axis"] = s.ndim == 1 and s.size != 1
+            x = out.get("x")
+            axis = out.get("axis", 1)
+            if out["per_axis"] and isinstance(x, np.ndarray) and isinstance(axis, (int, np.integer)) and \
+                    -x.ndim <= axis < 0:
+                out["axis"] = int(axis) + x.ndim
+        dt = out.get("x") if spec.variant.quantize else None
+        if dt is not None and not isinstance(dt, (np.ndarray, np.generic)):
+            raise QDQTypeError("x must be a NumPy array of float32, float16 or bfloat16", op=spec.name, arg="x")
+        return out
+
+    def template_vars(self, spec, attrs):
+        t = storage_of(spec, attrs)
+        return {"quantize": spec.variant.quantize, "dequantize": spec.variant.dequantize, "st": t,
+                "float8": t.name in FLOAT8, "saturate": bool(attrs.get("saturate", 1)),
+                "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"}
+
+    def grid_step(self, call):
+        return None
+
+    def matrix_variants(self, spec):
+        return [{"output_dtype": n} if spec.variant.quantize else {"x_dtype": n} for n in QUANTIZED]
+
+    def random_calls(self, spec, attrs, x, rng, special):
+        t = storage_of(spec, attrs)
+        calls = []
+        for per_axis in (False, True):
+            c = x.shape[1] if per_axis and x.ndim > 1 else None
+            scale = rng.uniform(0.01, 0.3, c if c else ()).astype(F32) if not t.is_float else \
+                rng.uniform(0.001, 0.02, c if c else ()).astype(F32)
+            if t.is_float:
+                zp = np.zeros(np.shape(scale), np.int8 if t.container_bits == 8 else np.int16)
+            else:
+                zp = rng.integers(t.min, t.max + 1, np.shape(scale)) & t.code_mask
+                zp = zp.astype(np.int8 if t.container_bits == 8 else np.int16)
+            zp = storage.from_codes(zp, t.np)
+            if np.ndim(scale) == 0:
+                zp = zp.reshape(())
+            if spec.variant.quantize:
+                kw = {"x": special(x.copy(), float(np.max(scale))), "y_scale": scale.astype(x.dtype),
+                      "y_zero_point": zp}
+                for sat in ((1, 0) if t.name in FLOAT8 else (1,)):
+                    calls.append({**kw, "axis": 1, "saturate": sat})
+            else:
+                codes = rng.integers(0, 1 << t.bits, x.shape).astype(np.int8 if t.container_bits == 8 else np.int16)
+                calls.append({"x": storage.from_codes(codes, t.np), "x_scale": scale.astype(x.dtype),
+                              "x_zero_point": zp, "axis": 1})
+        return calls
+
+
+FAMILY = OnnxQDQ()
+ONNX_RULES = Rules(oracle, "onnx_qdq.mlir.j2", DTYPES, check=check)
+FAMILY.rules_by_semantics = {"onnx": ONNX_RULES}
+
+_Q_INPUTS = (data("x"), per_channel("y_scale", "scale", 0.1),
+             fixed("y_zero_point", "zero_point", "attr:output_dtype", RANGE, 0))
+_DQ_INPUTS = (fixed("x", "data", "attr:x_dtype", DATA, 0), per_channel("x_scale", "scale", 0.1),
+              fixed("x_zero_point", "zero_point", "attr:x_dtype", RANGE, 0))
+_Q_SIGNATURE = ("x", "y_scale", "y_zero_point", "axis", "block_size", "output_dtype", "saturate", "precision")
+
+
+_DEFAULTS = (("y_zero_point", None), ("x_zero_point", None), ("axis", 1), ("block_size", 0), ("output_dtype", None),
+             ("saturate", 1), ("precision", None))
+
+
+def _spec(name, inputs, attrs, results, variant, doc, signature):
+    return OpSpec(name, FAMILY, inputs, attrs, results, DTYPES, doc, variant=variant, namespace="onnx",
+                  signature=signature, public_defaults=tuple((k, v) for k, v in _DEFAULTS if k in signature))
+
+
+SPECS = (
+    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, SATURATE, OUTPUT_DTYPE, PER_AXIS),
+          (result("y", "attr:output_dtype"),), Variant(),
+          "y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest "
+          "value, saturate=1 clipping).", _Q_SIGNATURE),
+    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, X_DTYPE, PER_AXIS), (result("y"),),
+          Variant(quantize=False, dequantize=True),
+          "y = (x - x_zero_point) * x_scale in the scale's type (float8 and float4: x * x_scale).",
+          ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype")),
+    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, SATURATE, OUTPUT_DTYPE, PER_AXIS), (result("y"),),
+          Variant(dequantize=True),
+          "DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair "
+          "computes.", _Q_SIGNATURE),
+)
