@@ -32,7 +32,8 @@ EXAMPLES = {
                 "--report r.json --junit r.xml --markdown r.md\n  qdqc validate --shard 1/4\n"
                 "  qdqc validate --semantics tf-cpu,tf-xla --ops FakeQuantWithMinMaxVars",
     "diverge": "qdqc diverge --ops FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVars\n"
-               "  qdqc diverge --dtypes f32 --markdown diverge.md --json diverge.json --junit diverge.xml",
+               "  qdqc diverge --dtypes f32 --markdown diverge.md --json diverge.json --junit diverge.xml\n"
+               "  qdqc diverge --exported ort-cpu --size 20000",
     "cache": "qdqc cache info\n  qdqc cache clear",
     "targets": "qdqc targets\n  qdqc targets --json",
     "bench": "qdqc bench --sizes 16,20,24 --json bench.json --plot bench.png",
@@ -202,6 +203,9 @@ def _csv(text: str | None) -> list[str] | None:
 
 def cmd_diverge(args):
     from .jobs.diverge import run
+    if args.exported:
+        from .jobs.export_diverge import run as run_exported
+        return run_exported(args.exported, args.size, args.seed, args.json, args.markdown)
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
     for o in _csv(args.ops) or []:
         ops.get(o)
@@ -367,6 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--markdown", help="write a Markdown table here")
     p.add_argument("--junit", help="write JUnit XML here (a passing testcase per row, the figures as properties)")
+    p.add_argument("--exported", nargs="?", const="onnx", metavar="ONNX_SEMANTICS",
+                   help="compare each training op (TF's FakeQuantWithMinMaxArgs/Vars, PyTorch's "
+                        "fake_quantize_per_tensor_affine) with the Q/DQ pair its exporter writes (tf2onnx, torch.onnx), "
+                        "run under ONNX_SEMANTICS (onnx, the default, or ort-cpu)")
     p = add("targets", "list the targets: which run here (and why not the others), their dtypes", cmd_targets)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p = add("cache", "inspect or clear the artifact cache (QDQ_CACHE_DIR or --cache-dir, else "

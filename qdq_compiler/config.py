@@ -161,8 +161,12 @@ class OpConfig:
                 kwargs[inp.name] = np.zeros(dims, dt)
             elif inp.layout == ops.SCALAR:
                 kwargs[inp.name] = np.array(inp.example, inp.dtype)
-            else:   # a per-channel parameter: its declared stand-in value
-                kwargs[inp.name] = np.full(pshape, inp.example, dtypes.np_of(inp.dtype_name(a, dt.name)))
+            else:   # a per-channel parameter: its declared stand-in value (blocked: the data's shape in blocks)
+                shape = pshape
+                if spec.family.operand_layout(spec, a, inp) == ops.BLOCKS and axis is not None:
+                    size = spec.family.block_size(spec, a)
+                    shape = tuple(-(-d // size) if i == axis else d for i, d in enumerate(dims))
+                kwargs[inp.name] = np.full(shape, inp.example, dtypes.np_of(inp.dtype_name(a, dt.name)))
             if inp.layout == ops.DATA and not inp.typed_by_op:
                 kwargs[inp.name] = np.zeros(dims, dtypes.np_of(inp.dtype_name(a, dt.name)))
         bind(self.op, {**kwargs, **{k: v for k, v in a.items()}}, semantics=self.semantics)

@@ -204,7 +204,7 @@ class RenderContext:
             return f"tensor<{dtypes.mlir_of(inp.dtype_name(self.attrs, self.cfg.dtype))}>"
         if not inp.typed_by_op:   # a fixed dtype (aten's bool mask, float32 scale, int32 zero point)
             return self.typed(self.kind_of(inp), dtypes.mlir_of(inp.dtype_name(self.attrs, self.cfg.dtype)))
-        t = self.ttype if inp.layout == ops.DATA else self.ptype  # min / max: 0-d per-tensor, [C] per-channel
+        t = self.typed(self.kind_of(inp), self.T)  # min / max: 0-d per-tensor, [C] per-channel (ONNX: or blocked)
         return self.storage_type(t) if storage and not self.host_widened else t
 
     @property
@@ -219,19 +219,27 @@ class RenderContext:
         return type_[: type_.rfind(self.T)] + self.dtype.int_mlir + ">" if self.narrow else type_
 
     def kind_of(self, operand) -> str:
-        """'data', 'param' (a [C] vector) or 'scalar' of a declared input or result (spec.Input, spec.Output):
-        which conversion function a value goes through."""
-        if operand.layout == ops.DATA:
+        """'data', 'param' (a [C] vector), 'blocks' (a blocked parameter, the data's rank) or 'scalar' of a
+        declared input or result (spec.Input, spec.Output): which conversion function a value goes through."""
+        layout = self.spec.family.operand_layout(self.spec, self.attrs, operand) if isinstance(operand, ops.Input) \
+            else operand.layout
+        if layout == ops.DATA:
             return "data"
-        return "param" if operand.layout == ops.RANGE and self.axis is not None else "scalar"
+        if layout == ops.BLOCKS:
+            return "blocks"
+        return "param" if layout == ops.RANGE and self.axis is not None else "scalar"
 
     def kind_rank(self, kind: str) -> int:
-        return {"data": self.rank, "param": 1, "scalar": 0}[kind]
+        return {"data": self.rank, "blocks": self.rank, "param": 1, "scalar": 0}[kind]
 
     def typed(self, kind: str, etype: str) -> str:
         """The tensor type of a value of ``kind`` with element type ``etype``."""
         if kind == "data":
             return self.tensor_type(etype)
+        if kind == "blocks":   # the data's dims, the channel's holding ceil(C / block_size) blocks
+            size = self.spec.family.block_size(self.spec, self.attrs)
+            dims = [d if i != self.axis or d is None else -(-d // size) for i, d in enumerate(self.dims)]
+            return "tensor<" + "".join(_dim(d) + "x" for d in dims) + etype + ">"
         return self.param_type(etype) if kind == "param" else f"tensor<{etype}>"
 
     @property

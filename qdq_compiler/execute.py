@@ -118,15 +118,20 @@ class Plan:
     dims: tuple | None          # the canonical view of data-shaped arrays (None: as the call has them)
     widened: tuple[bool, ...]   # per input: a 16-bit float widened to float32 on the host
     empty_buffers: bool         # the target binds zero-sized buffers (Vulkan does not)
+    blocked: tuple[bool, ...] = ()   # per input: a blocked parameter (ops.BLOCKS), in the data's view
 
     def args(self, call: Call) -> list:
-        """The call's arrays as the function takes them: data-shaped ones in the canonical view, 16-bit
-        floats as their bits (or widened on the host), then the parameters."""
+        """The call's arrays as the function takes them: data-shaped ones in the canonical view (a blocked
+        parameter in the same view, its channel dimension holding the blocks), 16-bit floats as their bits (or
+        widened on the host), then the parameters."""
         out = []
-        for inp, widened in zip(call.spec.inputs, self.widened):
+        for i, (inp, widened) in enumerate(zip(call.spec.inputs, self.widened)):
             a = call.arrays[inp.name]
-            out.append(dtypes.abi_view(a.reshape(self.dims) if self.dims is not None and inp.layout == ops.DATA
-                                       else a, widened))
+            if self.dims is not None and inp.layout == ops.DATA:
+                a = a.reshape(self.dims)
+            elif self.blocked and self.blocked[i] and self.dims is not None:
+                a = a.reshape((self.dims[0], -1) + tuple(self.dims[2:]))   # the canonical view's channel axis is 1
+            out.append(dtypes.abi_view(a, widened))
         return out + list(self.params)
 
     def view(self, a: np.ndarray) -> np.ndarray:
@@ -293,7 +298,9 @@ def _plan(call: Call, target: str, static: bool) -> Plan:
             _run_plans.clear()
         _run_plans[key] = loaded
     widened = t.widens_on_host(call.dtype_name, spec.family.reduces(spec, call.attrs))
-    return Plan(loaded[0], loaded[1], tuple(dims), (widened,) * len(spec.inputs), t.limits.empty_buffers)
+    blocked = tuple(spec.family.operand_layout(spec, call.attrs, i) == ops.BLOCKS for i in spec.inputs)
+    return Plan(loaded[0], loaded[1], tuple(dims), (widened,) * len(spec.inputs), t.limits.empty_buffers,
+                blocked if any(blocked) else ())
 
 
 def result_shape(call: Call, i: int) -> tuple[int, ...]:

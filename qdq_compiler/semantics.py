@@ -50,7 +50,14 @@ ONNX_REFERENCE = Semantics(
     "float8/float6/float4 types; where it departs from the operator text (an infinite quotient into an integer "
     "type), its answer.")
 
-SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE)}
+ORT_CPU = Semantics(
+    "ort-cpu", "onnx", "onnxruntime 1.32 CPU kernels (opset 25)", "onnx/ort",
+    "onnxruntime 1.32's CPU kernels for QuantizeLinear and DequantizeLinear (its newest opset for them, 25): the "
+    "onnx reference's arithmetic, but an integer result clipped in float (an infinite or huge quotient saturates, "
+    "NaN gives the type's minimum) and a float8 conversion without saturation that departs from round-to-nearest "
+    "in one window (e4m3fn [480, 496): 448; e5m2 [61440, 65536): NaN); float32 and float16 only, no float4/float6.")
+
+SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE, ORT_CPU)}
 DEFAULT = TF_CPU.name
 
 # Each op namespace: the framework whose words errors quote, and the semantics a call gets unless told.

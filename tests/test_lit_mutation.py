@@ -108,6 +108,11 @@ MUTATIONS = [
              r"arith\.cmpf olt, \{\{ out_below \}\}_x", "arith.cmpf ole, {{ out_below }}_x", 1,
              ("emit/fake_quant_grad.test", "e2e/cpu/FakeQuantWithMinMaxVarsGradient.test"),
              (["FakeQuantWithMinMaxVarsGradient"], "arith.cmpf ole, %below_sum_raw_x, %below_sum_raw_lo")),
+    # the generated storage conversion (ONNX's Q/DQ): ties rounded away from zero instead of to even
+    Mutation("storage_ties_away", "storage.mlir.j2",
+             r"stablehlo\.or %\{\{ p \}\}_gt, %\{\{ p \}\}_tie_up", "stablehlo.or %{{ p }}_gt, %{{ p }}_tie", 1,
+             ("storage/onnx_conversions.test",),
+             (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.or %y_gt, %y_tie :")),
 ]
 
 

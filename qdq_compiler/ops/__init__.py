@@ -11,7 +11,7 @@ from ..errors import QDQError
 from . import (aten_fake_quant, aten_learnable_grad, aten_mask_grad, aten_observer, fake_quant, fake_quant_grad,
                onnx_qdq, qdq, qdq_grad)
 from .family import AXIS, FLAT, LAST, Family
-from .spec import DATA, RANGE, SCALAR, Attr, Input, OpSpec, Output
+from .spec import BLOCKS, DATA, RANGE, SCALAR, Attr, Input, OpSpec, Output
 
 FAMILY_MODULES = (qdq, qdq_grad, fake_quant, fake_quant_grad, aten_fake_quant, aten_mask_grad, aten_learnable_grad,
                   aten_observer, onnx_qdq)
@@ -33,5 +33,5 @@ def get(name: str) -> OpSpec:
         raise QDQError(f"unknown op {name!r}; known ops: {', '.join(OPS)}", arg="op") from None
 
 
-__all__ = ["OPS", "FAMILIES", "get", "OpSpec", "Attr", "Input", "Family", "FLAT", "LAST", "AXIS", "DATA", "RANGE",
+__all__ = ["OPS", "FAMILIES", "get", "OpSpec", "Attr", "Input", "Family", "FLAT", "LAST", "AXIS", "DATA", "RANGE", "BLOCKS",
            "SCALAR"]

@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import QDQError
 from .rules import Rules
-from .spec import DATA, RANGE, OpSpec
+from .spec import DATA, RANGE, OpSpec, Input
 
 # Canonical layouts of the data on the Python path (config.canonical_view): the data reshaped so that one
 # artifact serves every shape of a kind. The bits are unchanged: the arithmetic is element-wise per channel.
@@ -73,6 +73,15 @@ class Family:
         """The channel dimension of a call, or None for a per-tensor one."""
         axis = attrs.get("axis", -1)
         return None if axis == -1 else axis
+
+    def operand_layout(self, spec: OpSpec, attrs: Mapping[str, Any], operand: Input) -> str:
+        """The shape relation of an operand in a call with ``attrs``: its declared one, or BLOCKS where a family
+        blocks a RANGE operand (ONNX's blocked quantization)."""
+        return operand.layout
+
+    def block_size(self, spec: OpSpec, attrs: Mapping[str, Any]) -> int:
+        """The elements of the channel dimension one block of a BLOCKS operand covers (0: none is blocked)."""
+        return 0
 
     def layout(self, spec: OpSpec, attrs: Mapping[str, Any]) -> str:
         """The canonical layout (FLAT, LAST or AXIS) the Python path runs a call in."""

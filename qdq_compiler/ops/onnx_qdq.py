@@ -24,7 +24,7 @@ from .. import dtypes, storage
 from ..errors import QDQError, QDQTypeError
 from .family import AXIS, FLAT, Family
 from .rules import Rules
-from .spec import DATA, RANGE, OpSpec, attr, data, fixed, per_channel, result
+from .spec import BLOCKS, DATA, RANGE, OpSpec, attr, data, fixed, per_channel, result
 
 F32 = np.float32
 DTYPES = ("float32", "float16", "bfloat16")
@@ -38,7 +38,10 @@ SATURATE = attr("saturate", int, 1, doc="float8 only: 1 clips beyond the largest
 OUTPUT_DTYPE = attr("output_dtype", str, "uint8", QUANTIZED,
                     doc="the storage type (set from y_zero_point, or the output_dtype given; default uint8)")
 X_DTYPE = attr("x_dtype", str, "uint8", QUANTIZED, doc="set from x: the storage type it holds")
-PER_AXIS = attr("per_axis", bool, False, doc="set from the scale: 1-D with more than one element")
+GRANULARITIES = ("tensor", "axis", "block")
+GRANULARITY = attr("granularity", str, "tensor", GRANULARITIES,
+                   doc="set from the scale: one element per tensor, a vector along axis, or blocks (block_size > 0)")
+BLOCK_SIZE = attr("block_size", int, 0, doc="blocked quantization: the elements along axis one scale covers (0: none)")
 
 
 @dataclass(frozen=True)
@@ -54,21 +57,39 @@ def storage_of(spec, attrs) -> storage.StorageType:
 # -- the NumPy reference -----------------------------------------------------------------------------------
 
 
-def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool):
-    """Codes (int64) of QuantizeLinear: x and scale of the op's float type, broadcastable."""
+# onnxruntime 1.32's float8 conversion without saturation departs from round-to-nearest in one window each
+# (measured, tools/goldens/onnx_reference.py; the onnx reference and ml_dtypes give NaN and inf there):
+# |q| in [lo, hi) becomes the largest finite value ("max") or NaN ("nan").
+ORT_FLOAT8_WINDOWS = {"float8_e4m3fn": (480.0, 496.0, "max"), "float8_e5m2": (61440.0, 65536.0, "nan")}
+
+
+def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=None):
+    """Codes (int64) of QuantizeLinear: x and scale of the op's float type, broadcastable; ``arith`` the rules'
+    arithmetic policy (None: the onnx reference's)."""
+    arith = arith or ONNX_ARITH
     with np.errstate(all="ignore"):
         q = (x.astype(F32) / scale.astype(F32)).astype(F32)
         if x.dtype != F32:
             q = q.astype(x.dtype).astype(F32)       # the reference divides in x's type
         if not t.is_float:
             r = np.rint(q.astype(np.float64))
+            zp = storage.decode(zp_codes, t).astype(np.int64)
+            if arith["saturating_int"]:               # onnxruntime: clipped in float; NaN -> the type's minimum
+                r = np.where(np.isnan(r), -np.inf, r)
+                return storage.encode(np.clip(np.clip(r, -2.0 ** 24, 2.0 ** 24).astype(np.int64) + zp, t.min, t.max), t)
             bad = ~(np.abs(r) < 2.0 ** 31)            # NaN, inf, beyond int32: INT32_MIN (x86's conversion)
             qi = np.where(bad, -2 ** 31, np.nan_to_num(r)).astype(np.int64)
-            zp = storage.decode(zp_codes, t).astype(np.int64)
             qi = ((qi + zp + 2 ** 31) % 2 ** 32) - 2 ** 31   # an int32 sum wraps
             return storage.encode(np.clip(qi, t.min, t.max), t)
         if t.name in FLOAT8:
-            return storage.encode(q, t, saturate=bool(saturate))
+            codes = storage.encode(q, t, saturate=bool(saturate))
+            window = arith["float8_windows"].get(t.name)
+            if window and not saturate:
+                lo, hi, what = window
+                inside = (np.abs(q) >= lo) & (np.abs(q) < hi)
+                sign = (q.view(np.uint32) >> 31).astype(np.int64) << (t.bits - 1)
+                codes = np.where(inside, (t.max_code if what == "max" else t.nan_code) | sign, codes)
+            return codes
         v = (q + storage.decode(zp_codes, t)).astype(F32)
         if x.dtype != F32:
             v = v.astype(x.dtype).astype(F32)
@@ -84,10 +105,14 @@ def dequantize(codes, scale, zp_codes, t: storage.StorageType, out_dtype):
         return (v * scale.astype(F32)).astype(F32).astype(out_dtype)
 
 
-def _broadcast_param(a, x_ndim, axis):
+def _broadcast_param(a, x_shape, axis, block_size):
+    """A scale or zero point broadcastable to the data: 0-d as it is, a vector along ``axis``, blocks repeated
+    ``block_size`` times along it and cut to the data's extent (a ragged last block)."""
     if a.ndim == 0:
         return a
-    shape = [1] * x_ndim
+    if block_size:
+        return np.repeat(a, block_size, axis=axis).take(range(x_shape[axis]), axis=axis)
+    shape = [1] * len(x_shape)
     shape[axis] = a.size
     return a.reshape(shape)
 
@@ -99,11 +124,12 @@ def oracle(call):
         x, scale, zp = arr["x"], arr["y_scale"], arr["y_zero_point"]
     else:
         x, scale, zp = arr["x"], arr["x_scale"], arr["x_zero_point"]
-    axis = a["axis"] if a["per_axis"] else 0
-    scale_b = _broadcast_param(scale, x.ndim, axis)
-    zp_codes = _broadcast_param(storage.to_codes(zp).astype(np.int64), x.ndim, axis)
+    axis = a["axis"] if a["granularity"] != "tensor" else 0
+    bs = a["block_size"] if a["granularity"] == "block" else 0
+    scale_b = _broadcast_param(scale, x.shape, axis, bs)
+    zp_codes = _broadcast_param(storage.to_codes(zp).astype(np.int64), x.shape, axis, bs)
     if spec.variant.quantize:
-        codes = quantize(x, scale_b, zp_codes, t, a["saturate"])
+        codes = quantize(x, scale_b, zp_codes, t, a["saturate"], spec.family.rules(call.semantics).arithmetic)
         if not spec.variant.dequantize:
             return (storage.from_codes(codes.astype(np.int8 if t.container_bits == 8 else np.int16), t.np),)
         return (dequantize(codes, scale_b, zp_codes, t, x.dtype),)
@@ -118,15 +144,26 @@ def check(c, spec, arrays, attrs):
     t = storage_of(spec, attrs)
     names = [i.name for i in spec.inputs]
     x, scale, zp = (arrays[n] for n in names)
-    axis = attrs["axis"]
-    if attrs["per_axis"]:
+    axis, granularity, bs = attrs["axis"], attrs["granularity"], attrs["block_size"]
+    if bs < 0:
+        c.fail(f"block_size={bs} must be positive (or 0: no blocks)", "block_size",
+               tf="block_size must be a positive integer.")
+    if granularity != "tensor":
         if not 0 <= axis < x.ndim:
             c.fail(f"axis={axis} is out of range for an input of rank {x.ndim}; allowed: {-x.ndim}..{x.ndim - 1}",
                    "axis", tf=f"axis is out of boundary, axis={axis}, value.shape={list(scale.shape)}, "
                               f"shape={list(x.shape)}.")
-        if scale.shape != (x.shape[axis],):
-            c.fail(f"{names[1]} has shape {list(scale.shape)}; a per-axis scale along axis {axis} has "
-                   f"{x.shape[axis]} elements", names[1])
+    if granularity == "axis" and scale.shape != (x.shape[axis],):
+        c.fail(f"{names[1]} has shape {list(scale.shape)}; a per-axis scale along axis {axis} has "
+               f"{x.shape[axis]} elements", names[1], tf=f"For per axis quantization, scale must be 1D tensor with "
+                                                          f"size {x.shape[axis]}")
+    if granularity == "block":
+        want = tuple(-(-d // bs) if i == axis else d for i, d in enumerate(x.shape))
+        if scale.shape != want:
+            c.fail(f"{names[1]} has shape {list(scale.shape)}; blocks of {bs} along axis {axis} of x {list(x.shape)} "
+                   f"need shape {list(want)} (ceil({x.shape[axis]} / {bs}) blocks)", names[1],
+                   tf=f"x_scale must be ceil(Di/block_size) on the quantize axis i for blocked quantization. Dimension "
+                      f"{axis}: {x.shape[axis]} / {bs}")
     if zp.shape != scale.shape:
         c.fail(f"{names[2]} has shape {list(zp.shape)}; it must have the scale's shape {list(scale.shape)}", names[2])
     if attrs.get("saturate", 1) not in (0, 1):
@@ -162,13 +199,20 @@ class OnnxQDQ(Family):
         return None
 
     def channel_axis(self, spec, attrs, rank):
-        return attrs["axis"] if attrs.get("per_axis") else None
+        return attrs["axis"] if attrs.get("granularity", "tensor") != "tensor" else None
 
     def layout(self, spec, attrs):
-        return AXIS if attrs.get("per_axis") else FLAT
+        return AXIS if attrs.get("granularity", "tensor") != "tensor" else FLAT
+
+    def operand_layout(self, spec, attrs, operand):
+        return BLOCKS if operand.layout == RANGE and attrs.get("granularity") == "block" else operand.layout
+
+    def block_size(self, spec, attrs):
+        return attrs["block_size"] if attrs.get("granularity") == "block" else 0
 
     def structural(self, spec):
-        return frozenset({"axis", "per_axis", "output_dtype", "x_dtype", "saturate"}) & set(spec.attr_map)
+        return frozenset({"axis", "granularity", "block_size", "output_dtype", "x_dtype", "saturate"}) & \
+            set(spec.attr_map)
 
     def public_arguments(self, spec, kwargs):
         """ONNX's arguments as bind takes them: a missing zero point is zeros of the output type (uint8 unless
@@ -180,13 +224,10 @@ class OnnxQDQ(Family):
         scale_name, zp_name = names[1], names[2]
         given = out.pop("output_dtype", None)
         precision = out.pop("precision", None)
-        block_size = out.pop("block_size", 0)
+        block_size = out.get("block_size", 0)
         if precision not in (None, 0):
             raise QDQError(f"precision={precision!r}: only the default (the scale's and x's own type) is supported "
                            f"yet", op=spec.name, arg="precision")
-        if block_size not in (None, 0):
-            raise QDQError(f"block_size={block_size!r}: blocked quantization is not supported yet; allowed: 0",
-                           op=spec.name, arg="block_size")
         scale = out.get(scale_name)
         zp = out.get(zp_name)
         if spec.variant.quantize:
@@ -214,19 +255,20 @@ class OnnxQDQ(Family):
         out[zp_name] = zp
         if isinstance(scale, (np.ndarray, np.generic)):
             s = np.asarray(scale)
-            if s.ndim > 1:
+            blocked = isinstance(block_size, (int, np.integer)) and block_size != 0
+            if s.ndim > 1 and not blocked:
                 raise QDQError(f"{scale_name} has shape {list(s.shape)}; allowed: a number, or a vector along axis "
-                               f"(blocked scales are not supported yet)", op=spec.name, arg=scale_name,
+                               f"(or blocks, with block_size > 0)", op=spec.name, arg=scale_name,
                                reference="ONNX", tf_message="Input 2 must be a vector or a number.")
-            if s.ndim == 1 and s.size == 1:
+            if s.ndim == 1 and s.size == 1 and not blocked:
                 out[scale_name] = s.reshape(())
                 if isinstance(zp, (np.ndarray, np.generic)) and np.size(zp) == 1:
                     out[zp_name] = np.asarray(zp).reshape(())
-            out["per_axis"] = s.ndim == 1 and s.size != 1
+            out["granularity"] = "block" if blocked else "axis" if s.ndim == 1 and s.size != 1 else "tensor"
             x = out.get("x")
             axis = out.get("axis", 1)
-            if out["per_axis"] and isinstance(x, np.ndarray) and isinstance(axis, (int, np.integer)) and \
-                    -x.ndim <= axis < 0:
+            if out["granularity"] != "tensor" and isinstance(x, np.ndarray) and \
+                    isinstance(axis, (int, np.integer)) and -x.ndim <= axis < 0:
                 out["axis"] = int(axis) + x.ndim
         dt = out.get("x") if spec.variant.quantize else None
         if dt is not None and not isinstance(dt, (np.ndarray, np.generic)):
@@ -236,6 +278,7 @@ class OnnxQDQ(Family):
     def template_vars(self, spec, attrs):
         t = storage_of(spec, attrs)
         return {"quantize": spec.variant.quantize, "dequantize": spec.variant.dequantize, "st": t,
+                "blocked": attrs["granularity"] == "block", "block_size": attrs["block_size"],
                 "float8": t.name in FLOAT8, "saturate": bool(attrs.get("saturate", 1)),
                 "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"}
 
@@ -243,38 +286,84 @@ class OnnxQDQ(Family):
         return None
 
     def matrix_variants(self, spec):
-        return [{"output_dtype": n} if spec.variant.quantize else {"x_dtype": n} for n in QUANTIZED]
+        """Every storage type once, the granularities in turn (per-tensor, per-axis, blocks of 3 over 4 channels:
+        a ragged last block): 15 configurations per dtype, not 45 (tests/test_onnx.py crosses them further)."""
+        key = "output_dtype" if spec.variant.quantize else "x_dtype"
+        out = []
+        for i, n in enumerate(QUANTIZED):
+            g = GRANULARITIES[i % 3]
+            out.append({key: n, "granularity": g, **({"axis": 1} if g != "tensor" else {}),
+                        **({"block_size": 3} if g == "block" else {})})
+        return out
 
     def random_calls(self, spec, attrs, x, rng, special):
         t = storage_of(spec, attrs)
+        g, axis, bs = attrs.get("granularity", "tensor"), attrs.get("axis", 1), attrs.get("block_size", 0)
+        if g == "tensor":
+            shape = ()
+        elif g == "axis":
+            shape = (x.shape[axis],)
+        else:
+            shape = tuple(-(-d // bs) if i == axis else d for i, d in enumerate(x.shape))
+        container = np.int8 if t.container_bits == 8 else np.int16
         calls = []
-        for per_axis in (False, True):
-            c = x.shape[1] if per_axis and x.ndim > 1 else None
-            scale = rng.uniform(0.01, 0.3, c if c else ()).astype(F32) if not t.is_float else \
-                rng.uniform(0.001, 0.02, c if c else ()).astype(F32)
-            if t.is_float:
-                zp = np.zeros(np.shape(scale), np.int8 if t.container_bits == 8 else np.int16)
+        for wide in (False, True):
+            lo, hi = (0.001, 0.02) if t.is_float and not wide else (0.01, 0.3) if not wide else (0.5, 4.0)
+            scale = rng.uniform(lo, hi, shape).astype(F32) * np.where(rng.random(shape) < 0.1, -1, 1).astype(F32)
+            if t.name in FLOAT8:
+                zp = np.zeros(shape, container)
+            elif t.is_float:
+                zp = np.where(rng.random(shape) < 0.5, 0, t.sign_bit).astype(container)
             else:
-                zp = rng.integers(t.min, t.max + 1, np.shape(scale)) & t.code_mask
-                zp = zp.astype(np.int8 if t.container_bits == 8 else np.int16)
+                zp = (rng.integers(t.min, t.max + 1, shape) & t.code_mask).astype(container)
             zp = storage.from_codes(zp, t.np)
-            if np.ndim(scale) == 0:
-                zp = zp.reshape(())
+            extra = {"axis": axis, "block_size": bs} if g != "tensor" else {}
             if spec.variant.quantize:
-                kw = {"x": special(x.copy(), float(np.max(scale))), "y_scale": scale.astype(x.dtype),
-                      "y_zero_point": zp}
+                kw = {"x": special(x.copy(), float(np.max(np.abs(scale)))), "y_scale": scale.astype(x.dtype),
+                      "y_zero_point": zp, **extra}
                 for sat in ((1, 0) if t.name in FLOAT8 else (1,)):
-                    calls.append({**kw, "axis": 1, "saturate": sat})
+                    calls.append({**kw, "saturate": sat})
             else:
-                codes = rng.integers(0, 1 << t.bits, x.shape).astype(np.int8 if t.container_bits == 8 else np.int16)
-                calls.append({"x": storage.from_codes(codes, t.np), "x_scale": scale.astype(x.dtype),
-                              "x_zero_point": zp, "axis": 1})
+                codes = rng.integers(0, 1 << min(t.bits, 16), x.shape).astype(np.int64)
+                codes = np.where(codes >= 1 << (t.container_bits - 1), codes - (1 << t.container_bits), codes)
+                if t.name in FLOAT8:
+                    zp = storage.from_codes(np.zeros(shape, container), t.np)
+                calls.append({"x": storage.from_codes(codes.astype(container), t.np), "x_scale": scale.astype(x.dtype),
+                              "x_zero_point": zp, **extra})
         return calls
 
+    def bench_kwargs(self, spec, attrs, shape, rng):
+        kw = self.random_calls(spec, attrs, np.zeros(shape, F32), rng, lambda a, s: a)[0]
+        if spec.variant.quantize:
+            kw["x"] = rng.standard_normal(shape, dtype=F32) * F32(2)
+        return kw
 
+
+def ort_check(c, spec, arrays, attrs):
+    """onnxruntime 1.32's CPU kernels have no float4/float6 kernels (its words); the rest as ONNX's checks."""
+    t = storage_of(spec, attrs)
+    if t.name.startswith(("float4", "float6")):
+        c.fail(f"semantics='ort-cpu': onnxruntime has no {spec.name} kernel for {t.name}; allowed: "
+               f"{', '.join(n for n in QUANTIZED if not n.startswith(('float4', 'float6')))} (semantics='onnx' "
+               f"takes every type)", "semantics",
+               tf=f"[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for {spec.name}(25) "
+                  f"node with name ''")
+    check(c, spec, arrays, attrs)
+
+
+def _no_bfloat16(spec, dtype):
+    return "onnxruntime's CPU kernels take float32 and float16; semantics='onnx' takes bfloat16" \
+        if dtype == "bfloat16" else ""
+
+
+ONNX_ARITH = {"saturating_int": False, "float8_windows": {}}
+ORT_ARITH = {"saturating_int": True, "float8_windows": ORT_FLOAT8_WINDOWS}
 FAMILY = OnnxQDQ()
-ONNX_RULES = Rules(oracle, "onnx_qdq.mlir.j2", DTYPES, check=check)
-FAMILY.rules_by_semantics = {"onnx": ONNX_RULES}
+FAMILY.rules_by_semantics = {
+    "onnx": Rules(oracle, "onnx_qdq.mlir.j2", DTYPES, check=check, arithmetic=ONNX_ARITH),
+    "ort-cpu": Rules(oracle, "onnx_qdq.mlir.j2", ("float32", "float16"), check=ort_check, dtype_hint=_no_bfloat16,
+                     arithmetic=ORT_ARITH),
+}
 
 _Q_INPUTS = (data("x"), per_channel("y_scale", "scale", 0.1),
              fixed("y_zero_point", "zero_point", "attr:output_dtype", RANGE, 0))
@@ -293,15 +382,15 @@ def _spec(name, inputs, attrs, results, variant, doc, signature):
 
 
 SPECS = (
-    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, SATURATE, OUTPUT_DTYPE, PER_AXIS),
+    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY),
           (result("y", "attr:output_dtype"),), Variant(),
           "y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest "
           "value, saturate=1 clipping).", _Q_SIGNATURE),
-    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, X_DTYPE, PER_AXIS), (result("y"),),
+    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, BLOCK_SIZE, X_DTYPE, GRANULARITY), (result("y"),),
           Variant(quantize=False, dequantize=True),
           "y = (x - x_zero_point) * x_scale in the scale's type (float8 and float4: x * x_scale).",
           ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype")),
-    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, SATURATE, OUTPUT_DTYPE, PER_AXIS), (result("y"),),
+    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY), (result("y"),),
           Variant(dequantize=True),
           "DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair "
           "computes.", _Q_SIGNATURE),

@@ -28,6 +28,8 @@ def attr(name, kind, default, choices=(), doc="") -> Attr:
 DATA = "data"        # the data tensor's shape (the data itself, or a gradient of it)
 RANGE = "range"      # a per-channel parameter: 0-d per-tensor, [C] along the channel axis per-channel
 SCALAR = "scalar"    # 0-d always (V3's num_bits)
+BLOCKS = "blocks"    # a blocked parameter: the data's rank, its channel dimension holding ceil(C / block_size)
+#   blocks (ONNX's blocked scales); never declared: a family's operand_layout says when a RANGE operand is one
 
 
 @dataclass(frozen=True)

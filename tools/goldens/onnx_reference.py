@@ -9,7 +9,9 @@ Run in a virtualenv of its own (a reference framework is a tool for making test 
 
 Arrays are written as {"dtype", "shape", "codes"}: every storage type and float by its bit pattern (the code
 ml_dtypes keeps in one or two bytes; float32 as its 32 bits), so a golden compares bit for bit. The pair
-``QuantizeDequantizeLinear`` is the reference's DequantizeLinear of its own QuantizeLinear. Fixed seeds.
+``QuantizeDequantizeLinear`` is each one's DequantizeLinear of its own QuantizeLinear. onnx's answers go to
+goldens/onnx/<op>.json, onnxruntime's to goldens/onnx/ort/<op>.json, the same cases in the same order; the
+record layout is the other sets' ({"id", "op", "attrs", "inputs", "expect", "tags", "note"}). Fixed seeds.
 """
 from __future__ import annotations
 
@@ -41,8 +43,8 @@ def enc(a):
     return {"dtype": str(a.dtype), "shape": list(a.shape), "codes": [int(v) for v in a.view(width).ravel()]}
 
 
-def answer(v):
-    return {"error": v} if isinstance(v, str) else {"y": enc(v)}
+def expect(v):
+    return {"error": v} if isinstance(v, str) else {"outputs": {"y": enc(v)}}
 
 
 def special_x(rng, n, dt, step, top):
@@ -83,6 +85,26 @@ def cases(rng):
                             attrs["saturate"] = sat
                         out.append(dict(storage=st, dtype=dt, per_axis=per_axis, x=x, scale=scale, zp=zp,
                                         attrs=attrs))
+    # blocked along an axis, ragged last blocks included
+    for st in ("int8", "uint4", "int2", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn", "float6_e3m2fn", "uint16"):
+        t = np_type(st)
+        is_float = st.startswith("float")
+        for dt in ("float32", "float16"):
+            for shape, axis, bs in (((3, 7, 5), 1, 3), ((4, 10), -1, 4), ((6, 8), 0, 2), ((2, 3, 70), 2, 32)):
+                x = (rng.standard_normal(shape) * 4).astype(FLOATS[dt])
+                sshape = list(shape)
+                sshape[axis] = -(-shape[axis] // bs)
+                scale = rng.uniform(0.05, 0.5, sshape).astype(FLOATS[dt])
+                if is_float:
+                    zp = np.zeros(sshape).astype(t)
+                else:
+                    info = ml_dtypes.iinfo(t)
+                    zp = rng.integers(int(info.min), int(info.max) + 1, sshape).astype(t)
+                for sat in ((1, 0) if st in FLOAT8 else (1,)):
+                    attrs = {"axis": axis, "block_size": bs}
+                    if st in FLOAT8:
+                        attrs["saturate"] = sat
+                    out.append(dict(storage=st, dtype=dt, per_axis=True, x=x, scale=scale, zp=zp, attrs=attrs))
     # scales that are subnormal, zero, negative, NaN; -0 and NaN into fp8; empty tensors
     for st in ("int8", "uint8", "float8_e4m3fn", "float8_e5m2"):
         for s in (0.0, -0.0, -0.5, np.nan, np.inf, 1e-40, 1e-5):
@@ -94,31 +116,43 @@ def cases(rng):
     return out
 
 
+def _inputs(op, x, scale, zp):
+    names = ("x", "x_scale", "x_zero_point") if op == "DequantizeLinear" else ("x", "y_scale", "y_zero_point")
+    return dict(zip(names, (enc(x), enc(scale), enc(zp))))
+
+
 def run_all():
+    """{semantics: {op: [case records]}}: the same cases answered by the reference ("onnx") and by onnxruntime
+    ("ort-cpu"); a record says its storage type and dtype in "tags"."""
     rng = np.random.default_rng(24)
-    files = {"QuantizeLinear": [], "DequantizeLinear": [], "QuantizeDequantizeLinear": []}
+    sems = {"onnx": "ref", "ort-cpu": "ort"}
+    files = {sem: {op: [] for op in ("QuantizeLinear", "DequantizeLinear", "QuantizeDequantizeLinear")}
+             for sem in sems}
     for i, c in enumerate(cases(rng)):
+        tags = [c["storage"], c["dtype"], "per-axis" if c["per_axis"] else "per-tensor"]
+        if "block_size" in c["attrs"]:
+            tags[2] = "blocked"
         q = golden("QuantizeLinear", c["x"], c["scale"], c["zp"], c["attrs"])
-        base = {"id": i, "storage": c["storage"], "dtype": c["dtype"], "per_axis": c["per_axis"],
-                "attrs": c["attrs"], "inputs": {"x": enc(c["x"]), "scale": enc(c["scale"]), "zero_point": enc(c["zp"])}}
-        files["QuantizeLinear"].append({**base, "onnx": answer(q["ref"]), "ort-cpu": answer(q["ort"])})
-        dq_attrs = {k: v for k, v in c["attrs"].items() if k == "axis"}
-        pair = {"onnx": {"error": q["ref"]}, "ort-cpu": {"error": q["ort"]}}
-        for sem, key in (("onnx", "ref"), ("ort-cpu", "ort")):
-            if not isinstance(q[key], str):
-                d = golden("DequantizeLinear", q[key], c["scale"], c["zp"], dq_attrs)
-                pair[sem] = answer(d[key])
-        files["QuantizeDequantizeLinear"].append({**base, **pair})
-        codes = np.random.default_rng(i).integers(0, 256, c["x"].shape).astype(np.uint8)
-        bits = ml_dtypes.iinfo(np_type(c["storage"])).bits if not c["storage"].startswith("float") else \
-            ml_dtypes.finfo(np_type(c["storage"])).bits
-        codes = (codes & ((1 << bits) - 1)) if bits < 8 else codes
-        if bits == 16:
-            codes = np.random.default_rng(i).integers(0, 65536, c["x"].shape).astype(np.uint16)
-        xq = codes.view(np_type(c["storage"]))
+        dq_attrs = {k: v for k, v in c["attrs"].items() if k in ("axis", "block_size")}
+        codes = np.random.default_rng(i).integers(0, 65536, c["x"].shape)
+        t = np_type(c["storage"])
+        bits = (ml_dtypes.finfo(t) if c["storage"].startswith("float") else ml_dtypes.iinfo(t)).bits
+        xq = (codes & ((1 << bits) - 1)).astype(np.uint8 if bits <= 8 else np.uint16).view(t)
         d = golden("DequantizeLinear", xq, c["scale"], c["zp"], dq_attrs)
-        files["DequantizeLinear"].append({**base, "attrs": dq_attrs, "inputs": {**base["inputs"], "x": enc(xq)},
-                                          "onnx": answer(d["ref"]), "ort-cpu": answer(d["ort"])})
+        for sem, key in sems.items():
+            base = {"id": i, "tags": tags, "note": ""}
+            files[sem]["QuantizeLinear"].append({**base, "op": "QuantizeLinear", "attrs": c["attrs"],
+                                                 "inputs": _inputs("QuantizeLinear", c["x"], c["scale"], c["zp"]),
+                                                 "expect": expect(q[key])})
+            pair = expect(q[key])
+            if "outputs" in pair:
+                pair = expect(golden("DequantizeLinear", q[key], c["scale"], c["zp"], dq_attrs)[key])
+            files[sem]["QuantizeDequantizeLinear"].append(
+                {**base, "op": "QuantizeDequantizeLinear", "attrs": c["attrs"],
+                 "inputs": _inputs("QuantizeDequantizeLinear", c["x"], c["scale"], c["zp"]), "expect": pair})
+            files[sem]["DequantizeLinear"].append({**base, "op": "DequantizeLinear", "attrs": dq_attrs,
+                                                   "inputs": _inputs("DequantizeLinear", xq, c["scale"], c["zp"]),
+                                                   "expect": expect(d[key])})
     return files
 
 
@@ -126,16 +160,20 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=OUT)
     args = p.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    header = {"onnx_version": onnx.__version__, "onnxruntime_version": onnxruntime.__version__,
-              "onnx_opset": 28, "onnxruntime_opset": 25}
-    for op, records in run_all().items():
-        path = os.path.join(args.out, f"{op}.json")
-        with open(path, "w") as fh:
-            fh.write(json.dumps({"op": op, **header})[:-1] + ', "cases": [\n')
-            fh.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in records))
-            fh.write("\n]}\n")
-        print(f"{path}: {len(records)} cases, {os.path.getsize(path) // 1024} KiB")
+    headers = {"onnx": {"semantics": "onnx", "reference": f"onnx {onnx.__version__} reference implementation",
+                        "opset": 28},
+               "ort-cpu": {"semantics": "ort-cpu", "reference": f"onnxruntime {onnxruntime.__version__} CPU kernels",
+                           "opset": 25}}
+    for sem, ops in run_all().items():
+        folder = os.path.join(args.out, "" if sem == "onnx" else "ort")
+        os.makedirs(folder, exist_ok=True)
+        for op, records in ops.items():
+            path = os.path.join(folder, f"{op}.json")
+            with open(path, "w") as fh:
+                fh.write(json.dumps({"op": op, **headers[sem]})[:-1] + ', "cases": [\n')
+                fh.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in records))
+                fh.write("\n]}\n")
+            print(f"{path}: {len(records)} cases, {os.path.getsize(path) // 1024} KiB")
 
 
 if __name__ == "__main__":

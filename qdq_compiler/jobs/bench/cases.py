@@ -79,6 +79,14 @@ CASES: tuple[Case, ...] = (
           ("fused_moving_avg_obs_fake_quant", "fused_moving_avg_obs_fake_quant", {}, "per-tensor", False),
           ("fused_moving_avg_obs_fake_quant[per_row]", "fused_moving_avg_obs_fake_quant",
            {"per_row_fake_quant": True}, "per-channel", True))),
+    # ONNX's Q/DQ (semantics onnx); onnxruntime itself is timed in its own process by
+    # benchmarks/onnxruntime_bench.py (benchmarks/README.md), not here
+    *(Case(f"{op}[{st}{',axis=1' if pc else ''}]", op,
+           {"output_dtype" if op != "DequantizeLinear" else "x_dtype": st,
+            **({"granularity": "axis", "axis": 1} if pc else {})},
+           kind="per-channel" if pc else "per-tensor", per_channel=pc, tf=False, tf_xla=False, semantics="onnx")
+      for op in ("QuantizeLinear", "DequantizeLinear", "QuantizeDequantizeLinear")
+      for st, pc in (("int8", False), ("float8_e4m3fn", False), ("int4", False), ("int8", True))),
 )
 
 
@@ -145,9 +153,13 @@ def data_inputs(case: Case) -> list[str]:
 
 
 def io_bytes(case: Case, kw: dict) -> int:
-    """Bytes of the data-sized arrays read plus the data-sized result written."""
+    """Bytes of the data-sized arrays read plus the data-sized result written (in its own dtype: ONNX's
+    QuantizeLinear writes one byte per float32 read)."""
+    from ...validation import bind
+    spec = case.spec
     arrays = [kw[n] for n in data_inputs(case)]
-    return sum(a.nbytes for a in arrays) + arrays[-1].nbytes
+    out = bind(case.op, spec.family.public_arguments(spec, dict(kw)), semantics=case.semantics).result_dtype(0)
+    return sum(a.nbytes for a in arrays) + arrays[-1].size * out.itemsize
 
 
 def copy_bytes(case: Case, kw: dict) -> int:

@@ -105,6 +105,10 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
             a = spec.attr_map.get(name)
             kw[name] = float.fromhex(value) if a is not None and a.kind is float and isinstance(value, str) else value
         for name, e in case["inputs"].items():
+            if "codes" in e:   # a storage type or float by its bit patterns (the ONNX sets)
+                dt = DT.np_of(e["dtype"])
+                kw[name] = np.array(e["codes"], f"uint{dt.itemsize * 8}").view(dt).reshape(e["shape"])
+                continue
             vals = e["values"]
             if e["dtype"] in ("int32", "bool"):   # bool: aten's masks, written 0/1
                 kw[name] = np.array(vals, np.dtype(e["dtype"])).reshape(e["shape"])
@@ -116,24 +120,31 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
             for inp in spec.inputs:   # an attribute an input's dtype names, as bind derives it
                 if inp.dtype.startswith("attr:") and isinstance(kw.get(inp.name), np.ndarray):
                     kw.setdefault(inp.dtype[5:], DT.name_of(kw[inp.name].dtype))
-        x = kw[spec.data_input]
+        typed = next(i.name for i in spec.inputs if i.typed_by_op)   # of the op's type T (the data, or a scale)
+        x = kw[typed]
         if derive and x.dtype.name == "float32":
             kw = _narrowed(kw, entry.dtype)
             if kw is None:
                 continue
-            x = kw[spec.data_input]
+            x = kw[typed]
         if x.dtype.name != entry.dtype:
             continue
         full = {a.name: kw.get(a.name, a.default) for a in spec.attrs}
-        ax = full.get("axis", -1)
-        want_axis = entry.attr.get("axis", -1)
-        if ax != want_axis and not (want_axis == 1 and ax >= 0 and x.ndim > ax):
+        rank = kw[spec.data_input].ndim
+        ax = _axis_or_none(spec.family.channel_axis(spec, full, rank))
+        want_axis = _axis_or_none(spec.family.channel_axis(
+            spec, {**{a.name: a.default for a in spec.attrs}, **entry.attr}, rank))
+        if ax != want_axis and not (want_axis == 1 and ax >= 0 and rank > ax):
             continue
         if any(full.get(k) != v for k, v in entry.attrs if k != "axis"):
             continue
         # per-axis goldens along any axis run through the [outer, C, inner] program: _canonical_kwargs
         out.append(kw)
     return out
+
+
+def _axis_or_none(axis) -> int:
+    return -1 if axis is None else axis
 
 
 def _narrowed(kw: dict, dtype: str) -> dict | None:
@@ -158,7 +169,8 @@ def _canonical_kwargs(entry: MatrixEntry, kw: dict) -> dict:
     ax = kw.get("axis", -1)
     if entry.attr.get("axis", -1) == 1 and ax >= 0:
         kw = dict(kw)
-        for name in spec.inputs_of(ops.DATA):
-            kw[name] = three_d(kw[name], ax)
+        for inp in spec.inputs:   # the data, and parameters of its rank (ONNX's blocked scales)
+            if inp.layout == ops.DATA or spec.family.operand_layout(spec, {**entry.attr, **kw}, inp) == ops.BLOCKS:
+                kw[inp.name] = three_d(kw[inp.name], ax)
         kw["axis"] = 1
     return kw

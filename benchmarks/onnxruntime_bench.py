@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""onnxruntime's CPU QuantizeLinear/DequantizeLinear at their best, in a process of their own: the side of the ONNX
+ops' comparison that `qdqc bench` cannot time in its process (onnxruntime is a reference framework, never a
+dependency).
+
+Run it in a virtualenv with onnx and onnxruntime, on a quiet machine, beside `qdqc bench --semantics onnx`:
+
+    /work/onnxvenv/bin/python benchmarks/onnxruntime_bench.py [--log2n 24] [--repeat 9] [--threads 2]
+
+Each case is a one-node model (the pair: two nodes) on the same shapes and qparams as qdqc bench's ONNX cases
+(2^n float32 elements; per-axis as [2^n / 64, 64] on axis 1), run with all graph optimizations, its output bound
+to a preallocated buffer (io_binding: no allocation in the timed call), ``intra_op_num_threads`` = --threads.
+It prints the minimum and median in ms and the ratio to a NumPy copy of the same input bytes in this process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import ml_dtypes
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+STORAGE = {"int8": (np.int8, TensorProto.INT8), "int4": (ml_dtypes.int4, TensorProto.INT4),
+           "float8_e4m3fn": (ml_dtypes.float8_e4m3fn, TensorProto.FLOAT8E4M3FN)}
+
+
+def _model(op: str, st: str, shape, per_axis: bool):
+    np_t, tp = STORAGE[st]
+    c = shape[1] if per_axis else None
+    scale = np.full(c, 0.05, np.float32) if c else np.array(0.05, np.float32)
+    zp = np.zeros(c if c else (), np_t)
+    inits = [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")]
+    in_type = tp if op == "DequantizeLinear" else TensorProto.FLOAT
+    out_type = tp if op == "QuantizeLinear" else TensorProto.FLOAT
+    nodes = []
+    if op in ("QuantizeLinear", "QuantizeDequantizeLinear"):
+        nodes.append(helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q" if op != "QuantizeLinear" else "y"],
+                                      axis=1))
+    if op in ("DequantizeLinear", "QuantizeDequantizeLinear"):
+        nodes.append(helper.make_node("DequantizeLinear", ["q" if op != "DequantizeLinear" else "x", "s", "z"], ["y"],
+                                      axis=1))
+    g = helper.make_graph(nodes, op, [helper.make_tensor_value_info("x", in_type, list(shape))],
+                          [helper.make_tensor_value_info("y", out_type, list(shape))], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), np_t
+
+
+def _time(fn, repeat: int) -> list[float]:
+    fn()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--log2n", type=int, default=24)
+    p.add_argument("--repeat", type=int, default=9)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", help="write the rows here")
+    args = p.parse_args(argv)
+    n = 1 << args.log2n
+    rng = np.random.default_rng(0)
+    rows = []
+    print(f"onnxruntime {ort.__version__} (onnx {onnx.__version__}), {args.threads} threads, 2^{args.log2n} "
+          f"float32 elements, ms (min / median), x copy of the input bytes (median)")
+    for op in ("QuantizeLinear", "DequantizeLinear", "QuantizeDequantizeLinear"):
+        for st, per_axis in (("int8", False), ("float8_e4m3fn", False), ("int4", False), ("int8", True)):
+            name = f"{op}[{st}{',axis=1' if per_axis else ''}]"
+            shape = (n // 64, 64) if per_axis else (n,)
+            model, np_t = _model(op, st, shape, per_axis)
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = args.threads
+            try:
+                sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            except Exception as e:  # noqa: BLE001  (a kernel onnxruntime does not have)
+                print(f"  {name:48s} not run: {str(e).splitlines()[0][:100]}")
+                rows.append({"case": name, "error": str(e).splitlines()[0]})
+                continue
+            if op == "DequantizeLinear":
+                x = rng.integers(-8, 8, shape).astype(np.int8).astype(np_t)
+                y = np.empty(shape, np.float32)
+            else:
+                x = (rng.standard_normal(shape) * 2).astype(np.float32)
+                y = np.empty(shape, np_t if op == "QuantizeLinear" else np.float32)
+            binding = sess.io_binding()
+            try:
+                binding.bind_cpu_input("x", x)
+                binding.bind_output("y", "cpu", 0, y.dtype if y.dtype.kind in "fiu" else np.uint8, list(shape),
+                                    y.ctypes.data)
+                fn = lambda: sess.run_with_iobinding(binding)  # noqa: E731
+                fn()
+            except Exception:  # noqa: BLE001  (types io_binding cannot express: plain run)
+                fn = lambda: sess.run(None, {"x": x})  # noqa: E731
+            copy = _time(lambda: x.copy(), args.repeat)
+            t = _time(fn, args.repeat)
+            row = {"case": name, "ort_min_ms": min(t), "ort_median_ms": statistics.median(t),
+                   "copy_median_ms": statistics.median(copy), "x_copy": statistics.median(t) / statistics.median(copy)}
+            rows.append(row)
+            print(f"  {name:48s} {row['ort_min_ms']:8.2f} / {row['ort_median_ms']:8.2f}   x copy {row['x_copy']:6.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"onnxruntime": ort.__version__, "threads": args.threads, "log2n": args.log2n, "rows": rows}, f,
+                      indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
