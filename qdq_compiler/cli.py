@@ -371,10 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--markdown", help="write a Markdown table here")
     p.add_argument("--junit", help="write JUnit XML here (a passing testcase per row, the figures as properties)")
-    p.add_argument("--exported", nargs="?", const="onnx", metavar="ONNX_SEMANTICS",
-                   help="compare each training op (TF's FakeQuantWithMinMaxArgs/Vars, PyTorch's "
-                        "fake_quantize_per_tensor_affine) with the Q/DQ pair its exporter writes (tf2onnx, torch.onnx), "
-                        "run under ONNX_SEMANTICS (onnx, the default, or ort-cpu)")
+    p.add_argument("--exported", nargs="?", const="onnx", metavar="ONNX_SEMANTICS", help="compare TF's FakeQuant "
+                   "and PyTorch's per-tensor op with the Q/DQ pair tf2onnx/torch.onnx write, under onnx or ort-cpu")
     p = add("targets", "list the targets: which run here (and why not the others), their dtypes", cmd_targets)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p = add("cache", "inspect or clear the artifact cache (QDQ_CACHE_DIR or --cache-dir, else "

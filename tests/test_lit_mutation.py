@@ -111,7 +111,7 @@ MUTATIONS = [
     # the generated storage conversion (ONNX's Q/DQ): ties rounded away from zero instead of to even
     Mutation("storage_ties_away", "storage.mlir.j2",
              r"stablehlo\.or %\{\{ p \}\}_gt, %\{\{ p \}\}_tie_up", "stablehlo.or %{{ p }}_gt, %{{ p }}_tie", 1,
-             ("storage/onnx_conversions.test",),
+             ("e2e/cpu/QuantizeLinear.test",),
              (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.or %y_gt, %y_tie :")),
 ]
 

@@ -179,3 +179,25 @@ def test_public_arguments_and_errors():
         onnx_ops.QuantizeLinear(np.zeros((2, 4), np.float32), np.ones((2, 3), np.float32), axis=1, block_size=-2)
     with pytest.raises(QDQError, match="float7|allowed"):
         onnx_ops.QuantizeLinear(x, np.float32(0.5), output_dtype="float7")
+
+
+def test_bundle_entries_take_and_return_storage_types(tmp_path):
+    """examples/onnx_bundle.json: float8 and int4 arrays go into and come out of a bundle's entries, each bit the
+    oracle's."""
+    from pathlib import Path
+
+    from qdq_compiler import load_bundle
+    from qdq_compiler.jobs.bundle import build_bundle
+    example = Path(__file__).resolve().parent.parent / "examples" / "onnx_bundle.json"
+    build_bundle(example, tmp_path / "b", targets=["cpu"])
+    b = load_bundle(tmp_path / "b", "cpu")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 64)).astype(np.float32) * np.float32(40)
+    zero8 = np.array(0, ml_dtypes.float8_e4m3fn)
+    y = b["act_q"](x=x, y_scale=np.float32(0.01), y_zero_point=zero8)
+    want = onnx_oracle.QuantizeLinear(x, np.float32(0.01), zero8)
+    assert y.dtype == ml_dtypes.float8_e4m3fn and np.array_equal(storage.to_codes(y), storage.to_codes(want))
+    w = (rng.integers(-8, 8, (5, 64))).astype(np.int8).astype(ml_dtypes.int4)
+    s, z = np.full(64, 0.1, np.float32), rng.integers(-8, 8, 64).astype(np.int8).astype(ml_dtypes.int4)
+    d = b["w_dq"](x=w, x_scale=s, x_zero_point=z)
+    assert np.array_equal(d.view(np.uint32), onnx_oracle.DequantizeLinear(w, s, z, axis=1).view(np.uint32))

@@ -3,8 +3,9 @@
 
 Each test compiles one op configuration with `qdqc compile` (through the artifact cache, QDQ_CACHE_DIR)
 and runs it with IREE's own `iree-run-module --expected_output=...`; the expected values are computed
-here, once, by `qdq_compiler.oracle.raw_ops` (TF 2.21's CPU bits) or `qdq_compiler.oracle.aten` (PyTorch 2.13's)
-and pasted into the RUN lines. The
+here, once, by `qdq_compiler.oracle.raw_ops` (TF 2.21's CPU bits), `qdq_compiler.oracle.aten` (PyTorch 2.13's)
+or `qdq_compiler.oracle.onnx_ops` (the onnx reference's; storage types as their codes in i8) and pasted into the
+RUN lines. The
 comparison is `--equality_mode=exact` (byte equality: the sign of a zero counts, so vmvx's roundeven
 sign restore and the explicit FTZ on Vulkan are checked too), except for cases whose expected output
 holds a NaN: those compare in approximate mode with zero tolerances (NaN == NaN, but -0 == 0).
@@ -25,11 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
+import ml_dtypes
+
 from qdq_compiler import ops as R
+from qdq_compiler import storage
 from qdq_compiler.oracle import aten as oracle_aten
+from qdq_compiler.oracle import onnx_ops as oracle_onnx
 from qdq_compiler.oracle import raw_ops as oracle
 
-ORACLES = {"tf": oracle, "aten": oracle_aten}   # each op namespace's oracle functions
+ORACLES = {"tf": oracle, "aten": oracle_aten, "onnx": oracle_onnx}   # each op namespace's oracle functions
 
 E2E_DIR = Path(__file__).resolve().parent.parent / "e2e"
 TARGETS = ("cpu", "vmvx", "vulkan")
@@ -230,6 +235,42 @@ CASES: dict[str, list[Case]] = {
               "scale": a32(1.0, 1.0), "zero_point": np.array([0, 0], np.int32), "averaging_const": F32(0.5)},
              "?x?", vulkan_shape="2x3"),
     ],
+    # ONNX's Q/DQ (semantics onnx): the onnx reference's answers; storage types cross as their codes in i8.
+    "QuantizeLinear": [
+        Case("f8_ties", "float8_e4m3fn, scale 1, no saturation: ties to even (1.0625 -> 1, 1.1875 -> 1.25, 464 -> "
+             "448, 3 * 2^-10 -> 2^-8 among the subnormals), 500 beyond the largest gives NaN; -0, NaN, a float32 "
+             "subnormal (flushed on cpu and vmvx: the same code)",
+             {"output_dtype": "float8_e4m3fn", "saturate": 0},
+             {"x": a32(1.0625, 1.1875, 464, 500, -0.0, np.nan, 2 ** -10, 3 * 2 ** -10, -3, 1e-45), "y_scale": F32(1),
+              "y_zero_point": np.array(0, ml_dtypes.float8_e4m3fn)}, "?"),
+        Case("f8_saturate", "the same with saturate=1: 500 and inf clip to 448", {"output_dtype": "float8_e4m3fn"},
+             {"x": a32(1.0625, 1.1875, 464, 500, np.inf, -np.inf), "y_scale": F32(1),
+              "y_zero_point": np.array(0, ml_dtypes.float8_e4m3fn)}, "?"),
+        Case("int4_ties", "int4: rint ties to even, clipped to [-8, 7], written in the low nibble (-2 is 14); +inf "
+             "and NaN give INT32_MIN, so -8 (the reference's x86 conversion)", {"output_dtype": "int4"},
+             {"x": a32(2.5, 3.5, -2.5, -0.5, 0.5, 7.4, -8.6, 100, np.inf, np.nan), "y_scale": F32(1),
+              "y_zero_point": np.array(0, ml_dtypes.int4)}, "?"),
+        Case("tiny_scale", "a subnormal scale and a zero one (the exact 2^32-scaled path on FTZ targets)",
+             {"output_dtype": "uint8"}, {"x": a32(1e-39, 3e-39, -1e-39, 0.0), "y_scale": F32(1e-40),
+                                         "y_zero_point": np.array(7, np.uint8)}, "?"),
+    ],
+    "DequantizeLinear": [
+        Case("int4_axis", "int4 codes sign-extended from the nibble, minus the zero point, times the scale, per axis",
+             {"x_dtype": "int4", "granularity": "axis", "axis": 1},
+             {"x": np.array([[0, 1, 7], [8, 15, 9]], np.int8).astype(ml_dtypes.int4), "x_scale": a32(0.5, 0.25, 2),
+              "x_zero_point": np.array([1, -8, 0], np.int8).astype(ml_dtypes.int4)}, "?x?", vulkan_shape="2x3"),
+        Case("f8", "float8_e4m3fn decoded exactly (0x7F NaN, 0x80 -0, 0x01 the smallest subnormal); its zero point "
+             "ignored", {"x_dtype": "float8_e4m3fn"},
+             {"x": np.array([0x38, 0x7E, 0x7F, 0x80, 0x01, 0xFE], np.uint8).view(ml_dtypes.float8_e4m3fn),
+              "x_scale": F32(2), "x_zero_point": np.array(0, ml_dtypes.float8_e4m3fn)}, "?"),
+    ],
+    "QuantizeDequantizeLinear": [
+        Case("uint8_blocks", "uint8 in blocks of 2 along axis 1 of 2x5 (a ragged last block): each block's scale "
+             "and zero point", {"output_dtype": "uint8", "granularity": "block", "block_size": 2, "axis": 1},
+             {"x": np.array([[0.3, -1.2, 2.5, 7.0, -0.26], [1.0, 1.5, -3.0, 0.75, 100]], F32),
+              "y_scale": np.array([[0.5, 0.25, 0.1], [1.0, 0.5, 2.0]], F32),
+              "y_zero_point": np.array([[3, 128, 0], [0, 10, 250]], np.uint8)}, "?x?", vulkan_shape="2x5"),
+    ],
     "FakeQuantWithMinMaxVarsPerChannelGradient": [
         Case("per_channel_sums", "per-channel mask and below/above sums over the leading dims; a subnormal "
              "gradient is flushed inside a range, copied unflushed in a min == max == 0 channel",
@@ -272,6 +313,8 @@ def iree_value(a: np.ndarray) -> str:
     a = np.asarray(a)
     if a.dtype == np.bool_:   # a bool crosses the boundary as i8, 0 or 1
         a = a.astype(np.int8)
+    if a.dtype.name in storage.TABLE and a.dtype.name not in ("float16", "bfloat16"):   # its code, as the program takes it
+        a = storage.to_codes(a)
     etype = {np.dtype(F32): "f32", np.dtype(F64): "f64", np.dtype(np.int32): "i32", np.dtype(np.int8): "i8"}[a.dtype]
     dims = "".join(f"{d}x" for d in a.shape)
     vals = " ".join(str(int(x)) if a.dtype.kind == "i" else fmt(x) for x in a.reshape(-1))
@@ -301,7 +344,8 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     compile_cmd = f"qdqc compile {op} {attr_args(case.attrs)}".rstrip()
     compile_cmd += f" --shape '{shape}'" if "?" in shape else f" --shape {shape}"
     compile_cmd += (f" --dtype {case.dtype}" if case.dtype != "f32" else "") + f" --target {target} -o {vmfb}"
-    has_nan = any(np.isnan(np.asarray(o, np.float64)).any() for o in outs)
+    has_nan = any(np.isnan(np.asarray(o, np.float64)).any() for o in outs
+                  if np.asarray(o).dtype.name not in storage.TABLE or np.asarray(o).dtype.name in ("float16", "bfloat16"))
     mode = ("--equality_mode=approximate --expected_f32_threshold=0 --expected_f64_threshold=0 --expected_rtol=0"
             if has_nan else "--equality_mode=exact")
     run = [f"iree-run-module %{target}_device --module={vmfb} --function={op}"]
@@ -356,6 +400,9 @@ QUIRK_TARGETS = {
     "fake_quantize_per_channel_affine": TARGETS,
     # FBGEMM's double steps (vmvx: float64 through integer ops), the min/max reductions (Vulkan: bounded).
     "fused_moving_avg_obs_fake_quant": TARGETS,
+    # the generated storage conversions on every target: FTZ (cpu, vmvx: the tiny-scale path) or not (Vulkan)
+    "QuantizeLinear": TARGETS,
+    "DequantizeLinear": TARGETS,
 }
 
 
