@@ -108,11 +108,12 @@ MUTATIONS = [
              r"arith\.cmpf olt, \{\{ out_below \}\}_x", "arith.cmpf ole, {{ out_below }}_x", 1,
              ("emit/fake_quant_grad.test", "e2e/cpu/FakeQuantWithMinMaxVarsGradient.test"),
              (["FakeQuantWithMinMaxVarsGradient"], "arith.cmpf ole, %below_sum_raw_x, %below_sum_raw_lo")),
-    # the generated storage conversion (ONNX's Q/DQ): ties rounded away from zero instead of to even
-    Mutation("storage_ties_away", "storage.mlir.j2",
-             r"stablehlo\.or %\{\{ p \}\}_gt, %\{\{ p \}\}_tie_up", "stablehlo.or %{{ p }}_gt, %{{ p }}_tie", 1,
-             ("e2e/cpu/QuantizeLinear.test",),
-             (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.or %y_gt, %y_tie :")),
+    # the generated storage conversion (ONNX's Q/DQ): ties rounded up (the bias a full half, not the kept lsb
+    # plus just under half)
+    Mutation("storage_ties_up", "storage.mlir.j2",
+             r"stablehlo\.add %\{\{ p \}\}_lsb, %\{\{ p \}\}_halfm1", "stablehlo.add %{{ p }}_1, %{{ p }}_halfm1", 1,
+             ("e2e/cpu/QuantizeLinear.test", "emit/onnx_storage.test"),
+             (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.add %y_1, %y_halfm1 :")),
 ]
 
 

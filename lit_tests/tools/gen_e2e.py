@@ -250,8 +250,8 @@ CASES: dict[str, list[Case]] = {
              "and NaN give INT32_MIN, so -8 (the reference's x86 conversion)", {"output_dtype": "int4"},
              {"x": a32(2.5, 3.5, -2.5, -0.5, 0.5, 7.4, -8.6, 100, np.inf, np.nan), "y_scale": F32(1),
               "y_zero_point": np.array(0, ml_dtypes.int4)}, "?"),
-        Case("tiny_scale", "a subnormal scale and a zero one (the exact 2^32-scaled path on FTZ targets)",
-             {"output_dtype": "uint8"}, {"x": a32(1e-39, 3e-39, -1e-39, 0.0), "y_scale": F32(1e-40),
+        Case("tiny_scale", "a subnormal scale (tiny_scale: the exact 2^32-scaled quotient on FTZ targets; the calls "
+             "set it from the scale)", {"output_dtype": "uint8", "tiny_scale": True}, {"x": a32(1e-39, 3e-39, -1e-39, 0.0), "y_scale": F32(1e-40),
                                          "y_zero_point": np.array(7, np.uint8)}, "?"),
     ],
     "DequantizeLinear": [

@@ -41,6 +41,9 @@ X_DTYPE = attr("x_dtype", str, "uint8", QUANTIZED, doc="set from x: the storage 
 GRANULARITIES = ("tensor", "axis", "block")
 GRANULARITY = attr("granularity", str, "tensor", GRANULARITIES,
                    doc="set from the scale: one element per tensor, a vector along axis, or blocks (block_size > 0)")
+TINY_SCALE = attr("tiny_scale", bool, False,
+                  doc="set from the scale: some |y_scale| < 2^-100 (where FTZ targets divide x * 2^32, built exactly)")
+TINY = 2.0 ** -100
 BLOCK_SIZE = attr("block_size", int, 0, doc="blocked quantization: the elements along axis one scale covers (0: none)")
 
 
@@ -211,7 +214,7 @@ class OnnxQDQ(Family):
         return attrs["block_size"] if attrs.get("granularity") == "block" else 0
 
     def structural(self, spec):
-        return frozenset({"axis", "granularity", "block_size", "output_dtype", "x_dtype", "saturate"}) & \
+        return frozenset({"axis", "granularity", "block_size", "output_dtype", "x_dtype", "saturate", "tiny_scale"}) & \
             set(spec.attr_map)
 
     def public_arguments(self, spec, kwargs):
@@ -265,6 +268,14 @@ class OnnxQDQ(Family):
                 if isinstance(zp, (np.ndarray, np.generic)) and np.size(zp) == 1:
                     out[zp_name] = np.asarray(zp).reshape(())
             out["granularity"] = "block" if blocked else "axis" if s.ndim == 1 and s.size != 1 else "tensor"
+            if spec.variant.quantize and s.dtype.kind in "fV":
+                with np.errstate(invalid="ignore"):
+                    tiny = bool(np.any(np.abs(s.astype(np.float32)) < TINY))
+                if tiny and out.get("tiny_scale") is False:   # a bundle entry's baked program
+                    raise QDQError(f"{scale_name} has values below 2^-100 in magnitude; this program was built for "
+                                   f"scales above (tiny_scale=False): build it with tiny_scale=True", op=spec.name,
+                                   arg=scale_name)
+                out["tiny_scale"] = tiny or bool(out.get("tiny_scale", False))
             x = out.get("x")
             axis = out.get("axis", 1)
             if out["granularity"] != "tensor" and isinstance(x, np.ndarray) and \
@@ -279,6 +290,7 @@ class OnnxQDQ(Family):
         t = storage_of(spec, attrs)
         return {"quantize": spec.variant.quantize, "dequantize": spec.variant.dequantize, "st": t,
                 "blocked": attrs["granularity"] == "block", "block_size": attrs["block_size"],
+                "tiny_scale": attrs.get("tiny_scale", False),
                 "float8": t.name in FLOAT8, "saturate": bool(attrs.get("saturate", 1)),
                 "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"}
 
@@ -382,7 +394,7 @@ def _spec(name, inputs, attrs, results, variant, doc, signature):
 
 
 SPECS = (
-    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY),
+    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE),
           (result("y", "attr:output_dtype"),), Variant(),
           "y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest "
           "value, saturate=1 clipping).", _Q_SIGNATURE),
@@ -390,7 +402,7 @@ SPECS = (
           Variant(quantize=False, dequantize=True),
           "y = (x - x_zero_point) * x_scale in the scale's type (float8 and float4: x * x_scale).",
           ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype")),
-    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY), (result("y"),),
+    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE), (result("y"),),
           Variant(dequantize=True),
           "DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair "
           "computes.", _Q_SIGNATURE),

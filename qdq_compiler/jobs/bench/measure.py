@@ -12,10 +12,11 @@ from typing import Callable
 
 import numpy as np
 
-from ... import aten, device_sessions, execute, raw_ops, runtime
+from ... import aten, device_sessions, execute, onnx_ops, raw_ops, runtime
 from ... import targets as T
 from ...numerics import bit_equal
 from ...oracle import aten as oracle_aten
+from ...oracle import onnx_ops as oracle_onnx
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind, public_sum_agrees
 from . import tf_process
@@ -51,16 +52,21 @@ def _torch_function(torch, case: Case, kw: dict) -> Callable:
     return lambda: torch.fake_quantize_per_channel_affine(x, s, z, 1, 0, 255).numpy()
 
 
+# Each op namespace's public functions, compiled and NumPy (the api and oracle variants call them).
+PUBLIC = {"tf": raw_ops, "aten": aten, "onnx": onnx_ops}
+ORACLES = {"tf": oracle_ops, "aten": oracle_aten, "onnx": oracle_onnx}
+
+
 def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAMEWORKS) -> dict[tuple[str, str], Callable]:
     """(variant, target) -> a zero-argument callable. Target-independent variants use target '-'."""
     fns: dict[tuple[str, str], Callable] = {}
     data = [kw[n] for n in data_inputs(case)]
     fns[("copy", "-")] = (lambda: [a.copy() for a in data]) if len(data) > 1 else (lambda: data[0].copy())
-    api = getattr({"tf": raw_ops, "aten": aten}[case.spec.namespace], case.op)
+    api = getattr(PUBLIC[case.spec.namespace], case.op)
     for t in targets:
         fns[("api", t)] = (lambda t=t: api(**kw, target=t, semantics=case.semantics))
         fns[("device", t)] = _device_function(case, kw, t)
-    oracle = getattr({"tf": oracle_ops, "aten": oracle_aten}[case.spec.namespace], case.op)
+    oracle = getattr(ORACLES[case.spec.namespace], case.op)
     fns[("oracle", "-")] = lambda: oracle(**kw, semantics=case.semantics)
     # TensorFlow is timed in a process of its own (tf_process), after these
     torch = _torch_module() if "torch" in frameworks and case.torch else None
