@@ -14,17 +14,15 @@ It prints the minimum and median in ms and the ratio to a NumPy copy of the same
 """
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import sys
-import time
 
 import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+from framework_timing import arguments, measure, write_json
 
 STORAGE = {"int8": (np.int8, TensorProto.INT8), "int4": (ml_dtypes.int4, TensorProto.INT4),
            "float8_e4m3fn": (ml_dtypes.float8_e4m3fn, TensorProto.FLOAT8E4M3FN)}
@@ -50,23 +48,8 @@ def _model(op: str, st: str, shape, per_axis: bool):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), np_t
 
 
-def _time(fn, repeat: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--log2n", type=int, default=24)
-    p.add_argument("--repeat", type=int, default=9)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--json", help="write the rows here")
-    args = p.parse_args(argv)
+    args = arguments(__doc__.split("\n\n")[0], argv)
     n = 1 << args.log2n
     rng = np.random.default_rng(0)
     rows = []
@@ -106,16 +89,8 @@ def main(argv=None) -> int:
                 print(f"  {name:48s} not run: {str(e).splitlines()[0][:100]}")
                 rows.append({"case": name, "error": str(e).splitlines()[0]})
                 continue
-            copy = _time(lambda: x.copy(), args.repeat)
-            t = _time(fn, args.repeat)
-            row = {"case": name, "how": how, "ort_min_ms": min(t), "ort_median_ms": statistics.median(t),
-                   "copy_median_ms": statistics.median(copy), "x_copy": statistics.median(t) / statistics.median(copy)}
-            rows.append(row)
-            print(f"  {name:48s} {row['ort_min_ms']:8.2f} / {row['ort_median_ms']:8.2f}   x copy {row['x_copy']:6.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"onnxruntime": ort.__version__, "threads": args.threads, "log2n": args.log2n, "rows": rows}, f,
-                      indent=1)
+            rows.append(measure(name, "ort", fn, lambda: x.copy(), args.repeat, 48, how=how))
+    write_json(args.json, {"onnxruntime": ort.__version__}, rows, args)
     return 0
 
 

@@ -13,14 +13,12 @@ with torch.set_num_threads(--threads). It prints the minimum and median in ms, a
 """
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
+
+from framework_timing import arguments, measure, write_json
 
 
 def _cases(n: int, rng):
@@ -60,39 +58,16 @@ def _cases(n: int, rng):
     }
 
 
-def _time(fn, repeat: int) -> list[float]:
-    fn()  # warm
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--log2n", type=int, default=24)
-    p.add_argument("--repeat", type=int, default=9)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--json", help="write the rows here")
-    args = p.parse_args(argv)
+    args = arguments(__doc__.split("\n\n")[0], argv)
     torch.set_num_threads(args.threads)
     n = 1 << args.log2n
     rows = []
     print(f"PyTorch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), {args.threads} threads, "
           f"2^{args.log2n} float32 elements, ms (min / median), x copy of the same bytes (median)")
     for name, (fn, data) in _cases(n, np.random.default_rng(0)).items():
-        copy = _time(lambda: [d.clone() for d in data], args.repeat)
-        t = _time(fn, args.repeat)
-        row = {"case": name, "torch_min_ms": min(t), "torch_median_ms": statistics.median(t),
-               "copy_median_ms": statistics.median(copy), "x_copy": statistics.median(t) / statistics.median(copy)}
-        rows.append(row)
-        print(f"  {name:60s} {row['torch_min_ms']:8.2f} / {row['torch_median_ms']:8.2f}   x copy {row['x_copy']:6.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"torch": torch.__version__, "threads": args.threads, "log2n": args.log2n, "rows": rows}, f,
-                      indent=1)
+        rows.append(measure(name, "torch", fn, lambda data=data: [d.clone() for d in data], args.repeat, 60))
+    write_json(args.json, {"torch": torch.__version__}, rows, args)
     return 0
 
 

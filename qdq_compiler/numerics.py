@@ -91,8 +91,8 @@ def bit_equal(a: np.ndarray, b: np.ndarray) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    if a.dtype.name not in _FLOATS:
-        return bool(np.array_equal(a, b))
+    if a.dtype.name not in _FLOATS:   # integers, and storage types by their codes (a float8 NaN's sign counts)
+        return bool(np.array_equal(a, b)) if a.dtype.kind in "iub" else bool(np.array_equal(bits(a), bits(b)))
     na, nb = np.isnan(a), np.isnan(b)
     if not np.array_equal(na, nb):
         return False

@@ -112,26 +112,20 @@ def _golden_cases(op, target):
             yield case
 
 
-def _subnormal_operand(case) -> np.ndarray | bool:
-    """Elements whose quotient or product involves a subnormal float32 (an operand, or the reference's result):
-    FTZ/DAZ targets (cpu, vmvx: IREE's CPU runtimes flush) see zeros there, NumPy does not."""
-    tiny = np.finfo(np.float32).tiny
-    x, s = (G.dec(v) for v in list(case["inputs"].values())[:2])
-    with np.errstate(all="ignore"):
-        vals = [np.asarray(s, np.float32)]
-        if x.dtype.name in ("float32", "float16", "bfloat16"):
-            vals.append(x.astype(np.float32))
-        sub = np.zeros(x.shape, bool)
-        for v in vals:
-            sub = sub | ((np.abs(v) < tiny) & (v != 0))
-        return sub
+def _subnormal_result(want: np.ndarray) -> np.ndarray | bool:
+    """Elements whose expected float result is a float32 subnormal: FTZ targets (cpu, vmvx: IREE's CPU runtimes
+    flush) give 0 there, NumPy does not (the goldens mark these cases as the deviation)."""
+    if want.dtype.name not in ("float32", "bfloat16"):
+        return False
+    f = want.astype(np.float32)
+    return (np.abs(f) < np.finfo(np.float32).tiny) & (f != 0)
 
 
 @pytest.mark.parametrize("target", ["oracle"] + RUN_TARGETS)
 @pytest.mark.parametrize("op", G.OPS)
 def test_goldens(op, target):
     """Every golden of the onnx reference (onnx 1.23.2, opset 28), bit for bit; an error where it errs. On FTZ
-    targets an element with a subnormal operand may differ (counted; at most the cases built for it)."""
+    targets an element whose expected value is subnormal may differ (counted: only the cases marked deviation)."""
     if target != "oracle":
         require(target)
     fn = getattr(onnx_oracle if target == "oracle" else onnx_ops, op)
@@ -149,12 +143,13 @@ def test_goldens(op, target):
         assert got.dtype == want.dtype and got.shape == want.shape, case["id"]
         differ = got.view(U[got.itemsize]) != want.view(U[want.itemsize])
         if ftz and differ.any():
-            assert not (differ & ~_subnormal_operand(case)).any(), (case["id"], got[differ], want[differ])
+            assert not (differ & ~_subnormal_result(want)).any(), (case["id"], got[differ], want[differ])
+            assert case.get("deviation"), case["id"]
             flushed += 1
         else:
             assert not differ.any(), (case["id"], case["tags"], got[differ], want[differ])
         checked += 1
-    assert checked > 20 and flushed <= 10, (checked, flushed)
+    assert checked > 20 and flushed <= sum(1 for c in G.load(op) if c.get("deviation")), (checked, flushed)
 
 
 def test_public_arguments_and_errors():

@@ -36,6 +36,10 @@ def _no_fma(spec, attrs, dtype: str) -> bool:
     return False
 
 
+def _any_variant(spec, attrs) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Rules:
     """One family's behaviour under one semantics.
@@ -45,6 +49,7 @@ class Rules:
     dtypes                            the element types the ops take
     check(c, spec, arrays, attrs)     the op's own checks (after the generic type and attribute checks)
     unsupported(spec)                 why an op has no answer here ('' when it has one)
+    answers_variant(spec, attrs)      whether one structural variant has an answer here (default: all)
     dtype_hint(spec, dtype)           how to run a dtype refused here ('' when nothing can)
     params(spec, attrs, dtype)        (name, MLIR type, exact value) of each parameter computed on the host
     arithmetic                        the template's arithmetic policy (``k.arith.<name>``): named choices
@@ -66,3 +71,5 @@ class Rules:
     fused_multiply_add: Callable = _no_fma
     arithmetic: Mapping[str, Any] = field(default_factory=dict)
     round_each_op: bool = False
+    answers_variant: Callable = _any_variant   # (spec, structural attrs) -> whether this semantics answers them
+    #   (onnxruntime has no float4 kernel): the validation matrix leaves out the rest

@@ -47,6 +47,19 @@ def expect(v):
     return {"error": v} if isinstance(v, str) else {"outputs": {"y": enc(v)}}
 
 
+SUBNORMAL_NOTE = ("a subnormal result (of a subnormal scale): cpu and vmvx flush it (IREE's CPU threads run with "
+                  "FTZ/DAZ); exact on Vulkan. qdqc validate leaves it out; tests/test_onnx.py counts it")
+
+
+def with_deviation(record, v):
+    """A float result with a float32 subnormal element is the one stated deviation (on FTZ targets)."""
+    if not isinstance(v, str) and np.asarray(v).dtype.name in ("float32", "bfloat16"):
+        f = np.asarray(v).astype(np.float32)
+        if np.any((np.abs(f) < np.finfo(np.float32).tiny) & (f != 0)):
+            record["deviation"] = SUBNORMAL_NOTE
+    return record
+
+
 def special_x(rng, n, dt, step, top):
     """Ties, quant-range edges, specials and random values around a grid of ``step``."""
     ties = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 3.5, 127.5, -128.5, 255.5, 7.5, -8.5, 1.5, -1.5], np.float64) * step
@@ -144,15 +157,14 @@ def run_all():
             files[sem]["QuantizeLinear"].append({**base, "op": "QuantizeLinear", "attrs": c["attrs"],
                                                  "inputs": _inputs("QuantizeLinear", c["x"], c["scale"], c["zp"]),
                                                  "expect": expect(q[key])})
-            pair = expect(q[key])
-            if "outputs" in pair:
-                pair = expect(golden("DequantizeLinear", q[key], c["scale"], c["zp"], dq_attrs)[key])
-            files[sem]["QuantizeDequantizeLinear"].append(
+            y = q[key] if isinstance(q[key], str) else golden("DequantizeLinear", q[key], c["scale"], c["zp"],
+                                                               dq_attrs)[key]
+            files[sem]["QuantizeDequantizeLinear"].append(with_deviation(
                 {**base, "op": "QuantizeDequantizeLinear", "attrs": c["attrs"],
-                 "inputs": _inputs("QuantizeDequantizeLinear", c["x"], c["scale"], c["zp"]), "expect": pair})
-            files[sem]["DequantizeLinear"].append({**base, "op": "DequantizeLinear", "attrs": dq_attrs,
-                                                   "inputs": _inputs("DequantizeLinear", xq, c["scale"], c["zp"]),
-                                                   "expect": expect(d[key])})
+                 "inputs": _inputs("QuantizeDequantizeLinear", c["x"], c["scale"], c["zp"]), "expect": expect(y)}, y))
+            files[sem]["DequantizeLinear"].append(with_deviation(
+                {**base, "op": "DequantizeLinear", "attrs": dq_attrs,
+                 "inputs": _inputs("DequantizeLinear", xq, c["scale"], c["zp"]), "expect": expect(d[key])}, d[key]))
     return files
 
 
