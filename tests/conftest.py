@@ -13,10 +13,14 @@ os.environ.setdefault("LP_NUM_THREADS", "1")
 # together instead of one running a long test alone at the end: pytest-xdist hands tests out in collection
 # order, round robin. Order only: every test still runs.
 LONGEST_FIRST = (
+    "tests/test_onnx.py::test_goldens[QuantizeDequantizeLinear-cpu]",                               # 110 s (cold)
     "tests/test_compiled_goldens.py::test_compiled_matches_tf[vulkan]",                             # 67-94 s
+    "tests/test_onnx.py::test_goldens[QuantizeLinear-cpu]",                                         # 71 s
+    "tests/test_onnx.py::test_goldens[DequantizeLinear-cpu]",                                       # 59 s
     "tests/test_readme.py::test_readme_blocks_run_as_written",                                      # 34-52 s
     "tests/test_compiled_goldens.py::test_compiled_matches_tf[cpu]",                                # 47-57 s
     "tests/test_compiled_goldens.py::test_compiled_matches_tf[vmvx]",                               # 31-39 s
+    "tests/test_onnx.py::test_goldens[",                                                            # 16-42 s each
     "tests/test_xla_goldens.py::test_compiled_matches_xla[vmvx-QuantizeAndDequantize-bfloat16-all]",  # 30 s
     "tests/test_xla_goldens.py::test_compiled_matches_xla[cpu-QuantizeAndDequantize-float32-all]",    # 29 s
     "tests/test_bench.py::test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening",        # 18-35 s

@@ -5,8 +5,8 @@ against the onnx reference's goldens (tools/goldens/onnx_reference.py).
 Where the coverage lives: every code of every storage type decoded, and every float32 rounding boundary
 (representable values, midpoints and their float32 neighbours) encoded, saturating and not: NumPy against
 ml_dtypes here (all), compiled on cpu, vmvx and vulkan (each type through one Q and one DQ program). Goldens:
-every case on the oracle; cpu every case of float32 and the 16-bit types' per-tensor ones; vmvx and vulkan the
-float32 per-tensor ones.
+every case on the oracle, both semantics; compiled, a sample (``_golden_cases``: float32 on cpu, seven storage
+types beyond it); every case on every target: ``qdqc validate --targets all --semantics onnx,ort-cpu``.
 """
 from __future__ import annotations
 
@@ -102,13 +102,22 @@ def test_compiled_conversions_exhaustive(target, name):
         assert np.array_equal(storage.to_codes(q), storage.to_codes(ref)), (name, sat)
 
 
-def _golden_cases(op, target):
-    """Every case on the oracle; on cpu those of float32 and the 16-bit types' per-tensor ones; elsewhere the
-    float32 per-tensor ones and blocked ones."""
-    for case in G.load(op):
-        _, dtype, granularity = case["tags"]
-        if target == "oracle" or (target == "cpu" and (dtype == "float32" or granularity == "per-tensor")) or \
-                (dtype == "float32" and granularity != "per-axis"):
+# The storage types whose goldens run compiled beyond float32 on cpu (every type runs compiled in
+# test_compiled_conversions_exhaustive on every target, and every golden case in `qdqc validate --targets all
+# --semantics onnx,ort-cpu`, which reads them as its dynamic cells' first calls): one of each encoding and width.
+SAMPLE = ("int8", "uint4", "int16", "float8_e4m3fn", "float8_e5m2fnuz", "float4_e2m1fn", "float6_e3m2fn")
+
+
+def _golden_cases(op, target, semantics="onnx"):
+    """Every case on the oracle; on cpu the float32 per-tensor ones, and of the sampled types the float32 per-axis
+    and blocked ones and the 16-bit per-tensor ones; elsewhere the sampled types' float32 per-tensor and blocked
+    ones."""
+    for case in G.load(op, semantics):
+        storage_type, dtype, granularity = case["tags"]
+        sampled = storage_type in SAMPLE
+        if target == "oracle" or (target == "cpu" and dtype == "float32" and (granularity == "per-tensor" or sampled)) \
+                or (target == "cpu" and granularity == "per-tensor" and sampled) \
+                or (dtype == "float32" and granularity != "per-axis" and sampled):
             yield case
 
 
@@ -119,6 +128,36 @@ def _subnormal_result(want: np.ndarray) -> np.ndarray | bool:
         return False
     f = want.astype(np.float32)
     return (np.abs(f) < np.finfo(np.float32).tiny) & (f != 0)
+
+
+@pytest.mark.parametrize("target", ["oracle", "cpu"])
+@pytest.mark.parametrize("op", G.OPS)
+def test_onnxruntime_goldens(op, target):
+    """onnxruntime 1.32's answers to the same cases (goldens/onnx/ort/) under semantics ort-cpu: every one it gives,
+    bit for bit (float32 and float16: its only types), and an error where it has no kernel (bfloat16, float4,
+    float6)."""
+    if target != "oracle":
+        require(target)
+    fn = getattr(onnx_oracle if target == "oracle" else onnx_ops, op)
+    extra = {"semantics": "ort-cpu", **({} if target == "oracle" else {"target": target})}
+    answered = refused = 0
+    for case in G.load(op, "ort-cpu"):
+        want, kw = G.expected(case), G.kwargs_of(case)
+        if target == "cpu" and (case["tags"][1] != "float32" or case["tags"][2] != "per-tensor"
+                                or case["tags"][0] not in SAMPLE + ("uint8", "float8_e5m2")):
+            continue
+        if want is None:
+            with pytest.raises(QDQError):
+                fn(**kw, **extra)
+            refused += 1
+            continue
+        got = np.asarray(fn(**kw, **extra))
+        differ = got.view(U[got.itemsize]) != want.view(U[want.itemsize])
+        if target == "cpu" and case.get("deviation"):
+            differ &= ~_subnormal_result(want)
+        assert not differ.any(), (case["id"], case["tags"], got[differ], want[differ])
+        answered += 1
+    assert answered > 20 and (refused > 0 or target == "cpu"), (answered, refused)
 
 
 @pytest.mark.parametrize("target", ["oracle"] + RUN_TARGETS)
