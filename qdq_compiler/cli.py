@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
-from .cli_inputs import negative_literals, read_inputs
+from .cli_inputs import as_saved, negative_literals, read_inputs
 from .cli_interrupt import interrupted, run_interruptible
 from .outputs import check_writable, save_arrays, write_atomic
 
@@ -138,13 +138,13 @@ def cmd_run(args):
     if len(inputs) != len(spec.inputs):
         raise QDQError(f"{args.op} takes {_count(len(spec.inputs), 'input')} ({', '.join(spec.input_names)}), "
                        f"got {len(inputs)} --input", arg="--input")
-    kwargs = {**_attrs(args), **read_inputs(spec, inputs)}
+    attrs = _attrs(args)
+    kwargs = {**attrs, **read_inputs(spec, inputs, attrs)}
     check_writable(args.output, "-o")
     result = run_compiled(args.op, {**kwargs, "target": args.target, "semantics": args.semantics})
     outs = result if isinstance(result, tuple) else (result,)
     if args.output:
-        note = " (bfloat16, which .npy stores as |V2: read it back with np.load(f).view(ml_dtypes.bfloat16))" \
-            if any(o.dtype == dtypes.get("bfloat16").np for o in outs) else ""
+        outs, note = as_saved(outs)
         print(f"wrote {save_arrays(args.output, dict(zip(spec.outputs, outs)), '-o')}{note}", file=sys.stderr)
     else:
         with np.printoptions(precision=9, threshold=200):

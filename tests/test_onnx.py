@@ -235,3 +235,23 @@ def test_bundle_entries_take_and_return_storage_types(tmp_path):
     s, z = np.full(64, 0.1, np.float32), rng.integers(-8, 8, 64).astype(np.int8).astype(ml_dtypes.int4)
     d = b["w_dq"](x=w, x_scale=s, x_zero_point=z)
     assert np.array_equal(d.view(np.uint32), onnx_oracle.DequantizeLinear(w, s, z, axis=1).view(np.uint32))
+
+
+def test_qdqc_run_reads_and_writes_storage_types(tmp_path, capsys):
+    """qdqc run: a literal zero point takes the storage type --attr names (uint8 by default, as ONNX); an int4 .npy
+    (void in the file) is read as the type --attr x_dtype names; -o writes float8 as its codes and says so."""
+    from qdq_compiler import cli
+    x = np.array([0.3, -1.7, 2.5, 300.0, np.nan], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main(["run", "QuantizeLinear", "--input", str(tmp_path / "x.npy"), "--input", "0.5", "--input", "3"]) == 0
+    assert "array([  4,   0,   8, 255,   0], dtype=uint8)" in capsys.readouterr().out
+    np.save(tmp_path / "q4.npy", np.array([1, -3, 7, -8], np.int8).astype(ml_dtypes.int4))
+    assert cli.main(["run", "DequantizeLinear", "--attr", "x_dtype=int4", "--input", str(tmp_path / "q4.npy"),
+                     "--input", "0.5", "--input", "1"]) == 0
+    assert "array([ 0. , -2. ,  3. , -4.5], dtype=float32)" in capsys.readouterr().out
+    out = tmp_path / "y.npy"
+    assert cli.main(["run", "QuantizeLinear", "--attr", "output_dtype=float8_e5m2", "--input", str(tmp_path / "x.npy"),
+                     "--input", "0.5", "--input", "0", "-o", str(out)]) == 0
+    assert "float8_e5m2 as its codes" in capsys.readouterr().err
+    want = onnx_oracle.QuantizeLinear(x, np.float32(0.5), np.array(0, ml_dtypes.float8_e5m2))
+    assert np.array_equal(np.load(out), storage.to_codes(want))
