@@ -44,6 +44,8 @@ GRANULARITY = attr("granularity", str, "tensor", GRANULARITIES,
 TINY_SCALE = attr("tiny_scale", bool, False,
                   doc="set from the scale: some |y_scale| < 2^-100 (where FTZ targets divide x * 2^32, built exactly)")
 TINY = 2.0 ** -100
+FLOAT32_QUOTIENT = attr("float32_quotient", bool, False,
+                        doc="set from precision=float32 (opset 23): a float16/bfloat16 x divided in float32, unrounded")
 BLOCK_SIZE = attr("block_size", int, 0, doc="blocked quantization: the elements along axis one scale covers (0: none)")
 
 
@@ -66,13 +68,14 @@ def storage_of(spec, attrs) -> storage.StorageType:
 ORT_FLOAT8_WINDOWS = {"float8_e4m3fn": (480.0, 496.0, "max"), "float8_e5m2": (61440.0, 65536.0, "nan")}
 
 
-def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=None):
+def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=None, float32_quotient=False):
     """Codes (int64) of QuantizeLinear: x and scale of the op's float type, broadcastable; ``arith`` the rules'
-    arithmetic policy (None: the onnx reference's)."""
+    arithmetic policy (None: the onnx reference's); ``float32_quotient``: precision=float32 (no rounding to x's
+    16-bit type)."""
     arith = arith or ONNX_ARITH
     with np.errstate(all="ignore"):
         q = (x.astype(F32) / scale.astype(F32)).astype(F32)
-        if x.dtype != F32:
+        if x.dtype != F32 and not float32_quotient:
             q = q.astype(x.dtype).astype(F32)       # the reference divides in x's type
         if not t.is_float:
             r = np.rint(q.astype(np.float64))
@@ -94,7 +97,7 @@ def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=N
                 codes = np.where(inside, (t.max_code if what == "max" else t.nan_code) | sign, codes)
             return codes
         v = (q + storage.decode(zp_codes, t)).astype(F32)
-        if x.dtype != F32:
+        if x.dtype != F32 and not float32_quotient:
             v = v.astype(x.dtype).astype(F32)
         return storage.encode(v, t)
 
@@ -132,7 +135,8 @@ def oracle(call):
     scale_b = _broadcast_param(scale, x.shape, axis, bs)
     zp_codes = _broadcast_param(storage.to_codes(zp).astype(np.int64), x.shape, axis, bs)
     if spec.variant.quantize:
-        codes = quantize(x, scale_b, zp_codes, t, a["saturate"], spec.family.rules(call.semantics).arithmetic)
+        codes = quantize(x, scale_b, zp_codes, t, a["saturate"], spec.family.rules(call.semantics).arithmetic,
+                         a["float32_quotient"])
         if not spec.variant.dequantize:
             return (storage.from_codes(codes.astype(np.int8 if t.container_bits == 8 else np.int16), t.np),)
         return (dequantize(codes, scale_b, zp_codes, t, x.dtype),)
@@ -180,6 +184,21 @@ def check(c, spec, arrays, attrs):
 # -- the public call ----------------------------------------------------------------------------------------
 
 
+def _float_name(spec, value) -> str:
+    """A float type given as a NumPy dtype, its name or a TensorProto number (1 float, 10 float16, 16 bfloat16)."""
+    by_code = {1: "float32", 10: "float16", 16: "bfloat16"}
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if int(value) not in by_code:
+            raise QDQError(f"precision={value!r}: allowed: 1 (FLOAT), 10 (FLOAT16), 16 (BFLOAT16)", op=spec.name,
+                           arg="precision")
+        return by_code[int(value)]
+    try:
+        return dtypes.get(value).name
+    except QDQError:
+        raise QDQError(f"precision={value!r}: allowed: float32, float16, bfloat16 (or 1, 10, 16)", op=spec.name,
+                       arg="precision") from None
+
+
 def _storage_name(spec, name, value) -> str:
     if value is None or value == 0:
         return ""
@@ -214,7 +233,8 @@ class OnnxQDQ(Family):
         return attrs["block_size"] if attrs.get("granularity") == "block" else 0
 
     def structural(self, spec):
-        return frozenset({"axis", "granularity", "block_size", "output_dtype", "x_dtype", "saturate", "tiny_scale"}) & \
+        return frozenset({"axis", "granularity", "block_size", "output_dtype", "x_dtype", "saturate", "tiny_scale",
+                          "float32_quotient"}) & \
             set(spec.attr_map)
 
     def public_arguments(self, spec, kwargs):
@@ -228,9 +248,15 @@ class OnnxQDQ(Family):
         given = out.pop("output_dtype", None)
         precision = out.pop("precision", None)
         block_size = out.get("block_size", 0)
-        if precision not in (None, 0):
-            raise QDQError(f"precision={precision!r}: only the default (the scale's and x's own type) is supported "
-                           f"yet", op=spec.name, arg="precision")
+        if precision not in (None, 0):   # opset 23: the type x and the scale are divided in
+            x = out.get("x")
+            name = _float_name(spec, precision)
+            own = dtypes.name_of(x.dtype) if isinstance(x, (np.ndarray, np.generic)) else None
+            if name not in ("float32", own):
+                raise QDQError(f"precision={precision!r}: allowed: float32 (TensorProto 1) or x's own type {own}; "
+                               f"a narrower one (rounding x and the scale first) is not supported yet",
+                               op=spec.name, arg="precision")
+            out["float32_quotient"] = name == "float32"
         scale = out.get(scale_name)
         zp = out.get(zp_name)
         if spec.variant.quantize:
@@ -290,7 +316,7 @@ class OnnxQDQ(Family):
         t = storage_of(spec, attrs)
         return {"quantize": spec.variant.quantize, "dequantize": spec.variant.dequantize, "st": t,
                 "blocked": attrs["granularity"] == "block", "block_size": attrs["block_size"],
-                "tiny_scale": attrs.get("tiny_scale", False),
+                "tiny_scale": attrs.get("tiny_scale", False), "float32_quotient": attrs.get("float32_quotient", False),
                 "float8": t.name in FLOAT8, "saturate": bool(attrs.get("saturate", 1)),
                 "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"}
 
@@ -399,7 +425,8 @@ def _spec(name, inputs, attrs, results, variant, doc, signature):
 
 
 SPECS = (
-    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE),
+    _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE,
+                                       FLOAT32_QUOTIENT),
           (result("y", "attr:output_dtype"),), Variant(),
           "y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest "
           "value, saturate=1 clipping).", _Q_SIGNATURE),
@@ -407,7 +434,8 @@ SPECS = (
           Variant(quantize=False, dequantize=True),
           "y = (x - x_zero_point) * x_scale in the scale's type (float8 and float4: x * x_scale).",
           ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype")),
-    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE), (result("y"),),
+    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE,
+                                       FLOAT32_QUOTIENT), (result("y"),),
           Variant(dequantize=True),
           "DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair "
           "computes.", _Q_SIGNATURE),

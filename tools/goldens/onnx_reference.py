@@ -118,6 +118,15 @@ def cases(rng):
                     if st in FLOAT8:
                         attrs["saturate"] = sat
                     out.append(dict(storage=st, dtype=dt, per_axis=True, x=x, scale=scale, zp=zp, attrs=attrs))
+    # precision=FLOAT (opset 23): a 16-bit x and scale divided in float32, the quotient not rounded to their type
+    for st in ("int8", "uint4", "float8_e4m3fn", "float4_e2m1fn"):
+        t = np_type(st)
+        for dt in ("float16", "bfloat16"):
+            # quotients up to about 60, where a 16-bit rounding of the quotient moves many off their float32 tie side
+            x = (rng.standard_normal(512) * 20).astype(FLOATS[dt])
+            scale = np.array(0.3).astype(FLOATS[dt])   # 0.3 is inexact in both: quotients land between their values
+            out.append(dict(storage=st, dtype=dt, per_axis=False, x=x, scale=scale, zp=np.array(0).astype(t),
+                            attrs={"precision": 1}))
     # scales that are subnormal, zero, negative, NaN; -0 and NaN into fp8; empty tensors
     for st in ("int8", "uint8", "float8_e4m3fn", "float8_e5m2"):
         for s in (0.0, -0.0, -0.5, np.nan, np.inf, 1e-40, 1e-5):
@@ -146,7 +155,7 @@ def run_all():
         if "block_size" in c["attrs"]:
             tags[2] = "blocked"
         q = golden("QuantizeLinear", c["x"], c["scale"], c["zp"], c["attrs"])
-        dq_attrs = {k: v for k, v in c["attrs"].items() if k in ("axis", "block_size")}
+        dq_attrs = {k: v for k, v in c["attrs"].items() if k in ("axis", "block_size")}   # DQ has no precision
         codes = np.random.default_rng(i).integers(0, 65536, c["x"].shape)
         t = np_type(c["storage"])
         bits = (ml_dtypes.finfo(t) if c["storage"].startswith("float") else ml_dtypes.iinfo(t)).bits
