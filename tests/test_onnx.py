@@ -213,6 +213,13 @@ def test_public_arguments_and_errors():
         onnx_ops.QuantizeLinear(np.zeros((2, 4), np.float32), np.ones((2, 3), np.float32), axis=1, block_size=-2)
     with pytest.raises(QDQError, match="float7|allowed"):
         onnx_ops.QuantizeLinear(x, np.float32(0.5), output_dtype="float7")
+    codes = np.array([1, -2], np.int8)                 # DequantizeLinear's output_dtype: the scale's type, as given
+    for given in (np.float32, 1, "float32"):
+        assert onnx_ops.DequantizeLinear(codes, np.float32(0.5), output_dtype=given).tolist() == [0.5, -1.0]
+    with pytest.raises(QDQError, match="returns the scale's type, float32"):
+        onnx_ops.DequantizeLinear(codes, np.float32(0.5), output_dtype=10)
+    with pytest.raises(QDQError, match="precision=7: allowed: 1"):
+        onnx_ops.QuantizeLinear(x.astype(np.float16), np.float16(0.5), precision=7)
 
 
 def test_bundle_entries_take_and_return_storage_types(tmp_path):

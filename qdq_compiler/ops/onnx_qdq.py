@@ -184,19 +184,18 @@ def check(c, spec, arrays, attrs):
 # -- the public call ----------------------------------------------------------------------------------------
 
 
-def _float_name(spec, value) -> str:
+def _float_name(spec, value, arg: str = "precision") -> str:
     """A float type given as a NumPy dtype, its name or a TensorProto number (1 float, 10 float16, 16 bfloat16)."""
     by_code = {1: "float32", 10: "float16", 16: "bfloat16"}
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         if int(value) not in by_code:
-            raise QDQError(f"precision={value!r}: allowed: 1 (FLOAT), 10 (FLOAT16), 16 (BFLOAT16)", op=spec.name,
-                           arg="precision")
+            raise QDQError(f"{arg}={value!r}: allowed: 1 (FLOAT), 10 (FLOAT16), 16 (BFLOAT16)", op=spec.name, arg=arg)
         return by_code[int(value)]
     try:
         return dtypes.get(value).name
     except QDQError:
-        raise QDQError(f"precision={value!r}: allowed: float32, float16, bfloat16 (or 1, 10, 16)", op=spec.name,
-                       arg="precision") from None
+        raise QDQError(f"{arg}={value!r}: allowed: float32, float16, bfloat16 (or 1, 10, 16)", op=spec.name,
+                       arg=arg) from None
 
 
 def _storage_name(spec, name, value) -> str:
@@ -274,9 +273,13 @@ class OnnxQDQ(Family):
                                f"{storage.get(np.asarray(zp).dtype).onnx_code if np.asarray(zp).dtype.name in storage.TABLE else '?'}")
         else:
             x = out.get("x")
-            if named := _storage_name(spec, "output_dtype", given):
-                raise QDQError(f"output_dtype={named}: DequantizeLinear returns the scale's type here; allowed: "
-                               f"the default", op=spec.name, arg="output_dtype")
+            if given not in (None, 0):   # opset 23: the result's float type; here the scale's own
+                want = dtypes.name_of(np.asarray(scale).dtype) if isinstance(scale, (np.ndarray, np.generic)) else None
+                named = _float_name(spec, given, "output_dtype")
+                if named != want:
+                    raise QDQError(f"output_dtype={given!r} ({named}): DequantizeLinear returns the scale's type, "
+                                   f"{want}; another float type is not supported yet", op=spec.name,
+                                   arg="output_dtype")
             if zp is None and isinstance(x, np.ndarray):
                 t = storage.get(x.dtype) if dtypes.name_of(x.dtype) in storage.TABLE else storage.get("uint8")
                 shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
