@@ -165,5 +165,5 @@ _NARROW = ("float16", "bfloat16")
 # What crosses the boundary as a signed integer of its width: a bool as i8; the storage types (storage.py) other
 # than the 16-bit floats and the signed 8/16-bit integers (already what IREE takes) as their codes, i8 or i16.
 _CODE_VIEWS = {"bool": np.dtype(np.int8), **{
-    n: np.dtype(np.int8 if t.container_bits == 8 else np.int16) for n, t in _storage.TABLE.items()
+    n: t.code_dtype for n, t in _storage.TABLE.items()
     if n not in _NARROW and n not in ("int8", "int16")}}

@@ -68,6 +68,11 @@ class StorageType:
         return f"i{self.container_bits}"
 
     @property
+    def code_dtype(self) -> np.dtype:
+        """The NumPy integer the codes cross the boundary in (int8 or int16)."""
+        return np.dtype(np.int8 if self.container_bits == 8 else np.int16)
+
+    @property
     def code_mask(self) -> int:
         return (1 << self.bits) - 1
 
@@ -289,7 +294,7 @@ def decode(codes: np.ndarray, t: StorageType) -> np.ndarray:
 def to_codes(a: np.ndarray) -> np.ndarray:
     """An array of a storage type as the program takes it: its bytes viewed as the container integer (free)."""
     t = get(a.dtype)
-    return np.require(a, requirements="C").view(np.int8 if t.container_bits == 8 else np.int16)
+    return np.require(a, requirements="C").view(t.code_dtype)
 
 
 def from_codes(codes: np.ndarray, dtype) -> np.ndarray:

@@ -86,7 +86,7 @@ def test_compiled_conversions_exhaustive(target, name):
     scale 1) by the compiled program, each bit as storage.py's; float8 both saturating and not."""
     require(target)
     t = storage.get(name)
-    zero = storage.from_codes(np.zeros((), np.int8 if t.container_bits == 8 else np.int16), t.np)
+    zero = storage.from_codes(np.zeros((), t.code_dtype), t.np)
     codes = _all_codes(t).astype(U[t.np.itemsize]).view(t.np)
     y = onnx_ops.DequantizeLinear(codes, np.float32(1.0), zero, target=target)
     want = storage.decode(_all_codes(t), t)

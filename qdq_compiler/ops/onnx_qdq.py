@@ -138,7 +138,7 @@ def oracle(call):
         codes = quantize(x, scale_b, zp_codes, t, a["saturate"], spec.family.rules(call.semantics).arithmetic,
                          a["float32_quotient"])
         if not spec.variant.dequantize:
-            return (storage.from_codes(codes.astype(np.int8 if t.container_bits == 8 else np.int16), t.np),)
+            return (storage.from_codes(codes.astype(t.code_dtype), t.np),)
         return (dequantize(codes, scale_b, zp_codes, t, x.dtype),)
     x_codes = storage.to_codes(x).astype(np.int64)
     return (dequantize(x_codes, scale_b, zp_codes, t, scale.dtype),)
@@ -264,7 +264,7 @@ class OnnxQDQ(Family):
                 t = storage.get(named or "uint8")
                 zero = t.sign_bit if t.special == storage.FINITE else 0
                 shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
-                zp = storage.from_codes(np.full(shape, zero, np.int8 if t.container_bits == 8 else np.int16), t.np)
+                zp = storage.from_codes(np.full(shape, zero, t.code_dtype), t.np)
             elif isinstance(zp, (np.ndarray, np.generic)) and named and dtypes.name_of(np.asarray(zp).dtype) != named:
                 raise QDQError(f"output_dtype={named} does not match y_zero_point's type "
                                f"{dtypes.name_of(np.asarray(zp).dtype)}", op=spec.name, arg="output_dtype",
@@ -283,7 +283,7 @@ class OnnxQDQ(Family):
             if zp is None and isinstance(x, np.ndarray):
                 t = storage.get(x.dtype) if dtypes.name_of(x.dtype) in storage.TABLE else storage.get("uint8")
                 shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
-                zp = storage.from_codes(np.zeros(shape, np.int8 if t.container_bits == 8 else np.int16), t.np)
+                zp = storage.from_codes(np.zeros(shape, t.code_dtype), t.np)
         out[zp_name] = zp
         if isinstance(scale, (np.ndarray, np.generic)):
             s = np.asarray(scale)
@@ -346,7 +346,7 @@ class OnnxQDQ(Family):
             shape = (x.shape[axis],)
         else:
             shape = tuple(-(-d // bs) if i == axis else d for i, d in enumerate(x.shape))
-        container = np.int8 if t.container_bits == 8 else np.int16
+        container = t.code_dtype
         calls = []
         for wide in (False, True):
             lo, hi = (0.001, 0.02) if t.is_float and not wide else (0.01, 0.3) if not wide else (0.5, 4.0)
