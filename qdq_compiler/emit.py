@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, ops, semantics, targets
+from . import dtypes, ops, semantics, storage, targets
 from .config import LONG_ROWS, SPLIT_COLUMNS, SPLIT_ROWS, OpConfig
 from .errors import TemplateError
 from .numerics import bits
@@ -83,6 +83,8 @@ class RenderContext:
         self.T = self.compute.mlir
         self.S = self.dtype.mlir
         self.narrow = self.dtype.narrow                 # inputs widened on entry, outputs rounded on return
+        # its row of the storage table: narrow_types.mlir.j2 generates the conversions from it
+        self.storage_row = storage.get(self.dtype.name) if self.narrow else None
         # ... unless the target widens the inputs on the host (they arrive as float32; Limits.narrow_reductions)
         self.host_widened = target.widens_on_host(cfg.dtype, spec.family.reduces(spec, attrs))
         self.I = self.compute.int_mlir      # the integer of the element's width, for bit manipulations

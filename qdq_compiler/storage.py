@@ -44,6 +44,7 @@ class StorageType:
     mantissa_bits: int = 0
     bias: int = 0
     special: str = ""    # IEEE, FN, FNUZ, FINITE or EXPONENT (floats only)
+    nan_payload: bool = False   # a NaN keeps its top payload bits when converted in (NumPy's float16; 1 if none)
 
     # -- what it is ---------------------------------------------------------------------------------
     @property
@@ -157,8 +158,8 @@ def _int(name, onnx, code, bits, signed):
     return StorageType(name, onnx, code, bits, signed)
 
 
-def _float(name, onnx, code, bits, e, m, bias, special, signed=True):
-    return StorageType(name, onnx, code, bits, signed, e, m, bias, special)
+def _float(name, onnx, code, bits, e, m, bias, special, signed=True, nan_payload=False):
+    return StorageType(name, onnx, code, bits, signed, e, m, bias, special, nan_payload)
 
 
 TABLE: dict[str, StorageType] = {t.name: t for t in (
@@ -178,8 +179,9 @@ TABLE: dict[str, StorageType] = {t.name: t for t in (
     _float("float6_e3m2fn", "FLOAT6E3M2", 28, 6, 3, 2, 3, FINITE),
     _float("float4_e2m1fn", "FLOAT4E2M1", 23, 4, 2, 1, 1, FINITE),
     _float("float8_e8m0fnu", "FLOAT8E8M0", 24, 8, 8, 0, 127, EXPONENT, signed=False),
-    # today's 16-bit float types on the same description (their conversions are narrow_types.mlir.j2's)
-    _float("float16", "FLOAT16", 10, 16, 5, 10, 15, IEEE),
+    # the 16-bit float types that TF's and aten's float16/bfloat16 programs cross the boundary in
+    # (narrow_types.mlir.j2 generates their conversions from these rows)
+    _float("float16", "FLOAT16", 10, 16, 5, 10, 15, IEEE, nan_payload=True),
     _float("bfloat16", "BFLOAT16", 16, 16, 8, 7, 127, IEEE),
 )}
 _BY_ONNX_CODE = {t.onnx_code: t for t in TABLE.values()}
@@ -243,7 +245,10 @@ def encode(x: np.ndarray, t: StorageType, saturate: bool = True) -> np.ndarray:
     if t.special == FNUZ:       # no -0: a negative value that rounds to zero is +0; the sign code is NaN
         sign = np.where(code == 0, 0, sign)
     code = code | (sign << (t.bits - 1))
-    if t.nan_code is not None:
+    if t.nan_payload:           # NumPy's float16: the top payload bits (at least 1), the sign kept
+        payload = np.maximum((a >> (23 - t.mantissa_bits)) & t.mantissa_mask, 1)
+        nan = (t.exponent_all_ones << t.mantissa_bits) | payload | (sign << (t.bits - 1))
+    elif t.nan_code is not None:
         nan = t.nan_code | (sign << (t.bits - 1)) if t.special in (IEEE, FN) else t.nan_code
     else:   # FINITE: ml_dtypes writes a NaN as the zero of the other sign (+NaN: -0), the ONNX reference's answer
         nan = (1 - sign) << (t.bits - 1)

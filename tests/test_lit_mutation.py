@@ -86,11 +86,6 @@ MUTATIONS = [
              '  %outputs = stablehlo.add %out_prod, %nmin_b : {{ k.ttype }}', 1,
              ("emit/semantics_xla.test", "e2e/cpu/xla_fma.test"),
              (["FakeQuantWithMinMaxVars", "--semantics", "tf-xla"], "%outputs = stablehlo.add %out_prod, %nmin_b")),
-    # float16 narrowing rounded half up instead of to nearest even (bias 0x1000 instead of 0xFFF + lsb).
-    Mutation("f16_round_half_up", "narrow_types.mlir.j2",
-             r"%bias = stablehlo\.add %lsb, %i32_0xFFF", "%bias = stablehlo.add %i32_1, %i32_0xFFF", 1,
-             ("emit/narrow_types.test", "e2e/cpu/float16.test"),
-             (["FakeQuantWithMinMaxVars", "--dtype", "f16"], "%bias = stablehlo.add %i32_1, %i32_0xFFF")),
     Mutation("swap_reduce_min_max", "reductions.mlir.j2",
              r'"(minimum|maximum)"', lambda m: '"maximum"' if m.group(1) == "minimum" else '"minimum"', 6,
              ("emit/qdq_data_range.test", "emit/target_vulkan.test",
@@ -108,11 +103,12 @@ MUTATIONS = [
              r"arith\.cmpf olt, \{\{ out_below \}\}_x", "arith.cmpf ole, {{ out_below }}_x", 1,
              ("emit/fake_quant_grad.test", "e2e/cpu/FakeQuantWithMinMaxVarsGradient.test"),
              (["FakeQuantWithMinMaxVarsGradient"], "arith.cmpf ole, %below_sum_raw_x, %below_sum_raw_lo")),
-    # the generated storage conversion (ONNX's Q/DQ): ties rounded up (the bias a full half, not the kept lsb
-    # plus just under half)
+    # the generated storage conversion (ONNX's Q/DQ, and float16/bfloat16 narrowing): ties rounded up (the bias a
+    # full half, not the kept lsb plus just under half)
     Mutation("storage_ties_up", "storage.mlir.j2",
              r"stablehlo\.add %\{\{ p \}\}_lsb, %\{\{ p \}\}_halfm1", "stablehlo.add %{{ p }}_1, %{{ p }}_halfm1", 1,
-             ("e2e/cpu/QuantizeLinear.test", "emit/onnx_storage.test"),
+             ("e2e/cpu/QuantizeLinear.test", "emit/onnx_storage.test", "emit/narrow_types.test",
+              "e2e/cpu/float16.test"),
              (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.add %y_1, %y_halfm1 :")),
 ]
 
