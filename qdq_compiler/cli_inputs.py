@@ -73,7 +73,8 @@ def _named_dtype(spec, inp, attrs) -> np.dtype | None:
         return None
     name = inp.dtype[5:]
     try:
-        return dtypes.np_of(str(attrs.get(name, spec.attr_map[name].default)))
+        value = str(attrs.get(name, spec.attr_map[name].default))
+        return dtypes.np_of(value) if value else None   # "": the op's element type (ONNX's scale)
     except (TypeError, KeyError):
         return None
 
@@ -102,7 +103,7 @@ def read_inputs(spec, texts: list[str], attrs=None) -> dict[str, np.ndarray]:
         if named is not None:   # a storage type: the number converted as ml_dtypes converts it
             arrays[inp.name] = np.array(value, np.float64).astype(named)
             continue
-        dtype = np.dtype(inp.dtype) if inp.dtype != "T" else element
+        dtype = element if inp.dtype == "T" or inp.dtype.startswith("attr:") else np.dtype(inp.dtype)
         if dtype.kind != "i" and not dtypes.is_float(dtype):
             raise QDQError(f"--input {value!r} for {inp.name}: a number cannot be typed like data of dtype {dtype}",
                            arg="--input")

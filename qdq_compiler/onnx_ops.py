@@ -25,7 +25,8 @@ def QuantizeLinear(x, y_scale, y_zero_point=None, *, axis=1, block_size=0, outpu
 @onnx_arguments
 def DequantizeLinear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=None, target='cpu',
                      semantics='onnx'):
-    """y = (x - x_zero_point) * x_scale in the scale's type (float8 and float4: x * x_scale). Returns y.
+    """y = (x - x_zero_point) * x_scale in output_dtype, by default the scale's type (float8 and float4: x *
+    x_scale). Returns y.
 
     Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
     """

@@ -61,8 +61,8 @@ class StorageType:
 
     @property
     def container_bits(self) -> int:
-        """The width of the integer a code crosses the program boundary in (i8 or i16)."""
-        return 8 if self.bits <= 8 else 16
+        """The width of the integer a code crosses the program boundary in (i8, i16; int32: i32)."""
+        return 8 if self.bits <= 8 else 16 if self.bits <= 16 else 32
 
     @property
     def container(self) -> str:
@@ -70,8 +70,8 @@ class StorageType:
 
     @property
     def code_dtype(self) -> np.dtype:
-        """The NumPy integer the codes cross the boundary in (int8 or int16)."""
-        return np.dtype(np.int8 if self.container_bits == 8 else np.int16)
+        """The NumPy integer the codes cross the boundary in (int8, int16 or int32)."""
+        return np.dtype({8: np.int8, 16: np.int16, 32: np.int32}[self.container_bits])
 
     @property
     def code_mask(self) -> int:
@@ -171,6 +171,7 @@ TABLE: dict[str, StorageType] = {t.name: t for t in (
     _int("uint8", "UINT8", 2, 8, False),
     _int("int16", "INT16", 5, 16, True),
     _int("uint16", "UINT16", 4, 16, False),
+    _int("int32", "INT32", 6, 32, True),    # DequantizeLinear's data only (a bias, an accumulator)
     _float("float8_e4m3fn", "FLOAT8E4M3FN", 17, 8, 4, 3, 7, FN),
     _float("float8_e4m3fnuz", "FLOAT8E4M3FNUZ", 18, 8, 4, 3, 8, FNUZ),
     _float("float8_e5m2", "FLOAT8E5M2", 19, 8, 5, 2, 15, IEEE),

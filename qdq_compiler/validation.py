@@ -132,8 +132,16 @@ def _native(arr: np.ndarray) -> np.ndarray:
 
 
 def _element_dtype(c: Checker, spec: ops.OpSpec, kwargs, semantics: str, rules) -> np.dtype:
-    """T: the dtype of the first T-typed numpy input (TF infers attrs from the first tensor), else float32."""
+    """T: the family's answer (ONNX's DequantizeLinear: its result's type), else the dtype of the first T-typed numpy
+    input (TF infers attrs from the first tensor), else float32."""
     allowed = rules.dtypes
+    given = spec.family.element_dtype(spec, kwargs)
+    if given is not None:
+        if dtypes.name_of(given) not in allowed:
+            hint = rules.dtype_hint(spec, dtypes.name_of(given))
+            c.fail(f"the result's type {dtypes.name_of(given)} is not supported under semantics={semantics!r}; "
+                   f"allowed: {', '.join(allowed)}" + (f". {hint}" if hint else ""), "output_dtype", cls=QDQTypeError)
+        return np.dtype(given)
     for inp in spec.inputs:
         if inp.dtype != "T" or inp.name not in kwargs:
             continue

@@ -25,6 +25,9 @@ U = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
 def _all_codes(t):
+    if t.bits > 16:   # int32: its ends and float32's rounding around 2^24..2^31 (ties to even included)
+        edges = np.array([2 ** k + d for k in range(24, 31) for d in (-3, -2, -1, 0, 1, 2, 3, 64, 65, 127, 128, 129)])
+        return np.concatenate([edges, -edges, [0, 1, -1, 2 ** 31 - 1, -2 ** 31]]).astype(np.int64) & 0xFFFFFFFF
     return np.arange(1 << t.bits if t.bits <= 8 else 1 << 16, dtype=np.int64)
 
 
@@ -91,6 +94,9 @@ def test_compiled_conversions_exhaustive(target, name):
     y = onnx_ops.DequantizeLinear(codes, np.float32(1.0), zero, target=target)
     want = storage.decode(_all_codes(t), t)
     assert np.array_equal(np.asarray(y).view(np.uint32), want.view(np.uint32)), name
+    if t.bits > 16:   # int32 is DequantizeLinear's only
+        assert np.array_equal(want, codes.astype(np.float32))   # float32(x), ties to even
+        return
     if t.is_float:
         x = _boundaries(t)
     else:
@@ -113,7 +119,7 @@ def _golden_cases(op, target, semantics="onnx"):
     and blocked ones and the 16-bit per-tensor ones; elsewhere the sampled types' float32 per-tensor and blocked
     ones."""
     for case in G.load(op, semantics):
-        storage_type, dtype, granularity = case["tags"]
+        storage_type, dtype, granularity = case["tags"][:3]
         sampled = storage_type in SAMPLE
         if target == "oracle" or (target == "cpu" and dtype == "float32" and (granularity == "per-tensor" or sampled)) \
                 or (target == "cpu" and granularity == "per-tensor" and sampled) \
@@ -213,13 +219,32 @@ def test_public_arguments_and_errors():
         onnx_ops.QuantizeLinear(np.zeros((2, 4), np.float32), np.ones((2, 3), np.float32), axis=1, block_size=-2)
     with pytest.raises(QDQError, match="float7|allowed"):
         onnx_ops.QuantizeLinear(x, np.float32(0.5), output_dtype="float7")
-    codes = np.array([1, -2], np.int8)                 # DequantizeLinear's output_dtype: the scale's type, as given
+    codes = np.array([1, -2], np.int8)                 # DequantizeLinear's output_dtype (opset 23): any float type
     for given in (np.float32, 1, "float32"):
         assert onnx_ops.DequantizeLinear(codes, np.float32(0.5), output_dtype=given).tolist() == [0.5, -1.0]
-    with pytest.raises(QDQError, match="returns the scale's type, float32"):
-        onnx_ops.DequantizeLinear(codes, np.float32(0.5), output_dtype=10)
+    y = onnx_ops.DequantizeLinear(codes, np.float32(0.5), output_dtype=10)
+    assert y.dtype == np.float16 and y.tolist() == [0.5, -1.0]
+    e8 = np.array([0.25, 4.0], ml_dtypes.float8_e8m0fnu)    # float8_e8m0fnu scales (opset 24), per axis
+    y = onnx_ops.DequantizeLinear(np.array([[1, -2], [3, 4]], np.int8), e8, axis=1, output_dtype=ml_dtypes.bfloat16)
+    assert y.dtype == ml_dtypes.bfloat16 and y.astype(np.float32).tolist() == [[0.25, -8.0], [0.75, 16.0]]
+    with pytest.raises(QDQError, match="output_dtype is required with a float8_e8m0fnu x_scale"):
+        onnx_ops.DequantizeLinear(codes, np.array(2.0, ml_dtypes.float8_e8m0fnu))
+    assert onnx_ops.QuantizeLinear(x, np.array(0.5, ml_dtypes.float8_e8m0fnu), np.int8(0)).tolist() == [1, -3, 5, 127]
+    big = np.array([2 ** 24 + 1, 2 ** 24 + 3, -7], np.int32)   # int32 data: float32(x) * scale, ties to even
+    assert onnx_ops.DequantizeLinear(big, np.float32(1)).tolist() == [2.0 ** 24, 2.0 ** 24 + 4, -7.0]
+    with pytest.raises(QDQError, match="x_zero_point must be 0 for int32") as e:
+        onnx_ops.DequantizeLinear(big, np.float32(1), np.int32(3))
+    assert "there's no zero point" in str(e.value)
     with pytest.raises(QDQError, match="precision=7: allowed: 1"):
         onnx_ops.QuantizeLinear(x.astype(np.float16), np.float16(0.5), precision=7)
+    with pytest.raises(QDQError, match="call QuantizeLinear and DequantizeLinear"):
+        onnx_ops.QuantizeDequantizeLinear(x, np.float32(0.3), np.int8(0), precision=10)
+    # onnxruntime's CPU kernels: no bfloat16 or float8_e8m0fnu scales, precision float32 or float16 only
+    for scale in (np.array(0.5, ml_dtypes.bfloat16), np.array(0.5, ml_dtypes.float8_e8m0fnu)):
+        with pytest.raises(QDQError, match="NOT_IMPLEMENTED"):
+            onnx_ops.QuantizeLinear(x, scale, np.int8(0), semantics="ort-cpu")
+    with pytest.raises(QDQError, match="only supports precision 0"):
+        onnx_ops.QuantizeLinear(x, np.float32(0.3), np.int8(0), precision=16, semantics="ort-cpu")
 
 
 def test_bundle_entries_take_and_return_storage_types(tmp_path):

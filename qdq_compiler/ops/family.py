@@ -63,6 +63,11 @@ class Family:
         0-d array, 1-element tensors as 0-d, ...); TF's pass unchanged."""
         return kwargs
 
+    def element_dtype(self, spec: OpSpec, kwargs: Mapping[str, Any]) -> np.dtype | None:
+        """The op's element type T where no operand of type T carries it (ONNX's DequantizeLinear: its result's
+        type); None: the first T-typed array's."""
+        return None
+
     def public_results(self, spec: OpSpec, call, outputs: tuple) -> tuple:
         """A call's outputs as the framework returns them (aten's per-tensor gradient sums as [1]); unchanged
         by default."""

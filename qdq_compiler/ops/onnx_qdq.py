@@ -3,14 +3,18 @@ of every storage type of qdq_compiler/storage.py, as the ``onnx`` package's refe
 them (semantics ``onnx``; its behaviours, measured, are in tools/goldens/onnx/README.md).
 
 The reference (onnx/reference/ops/op_quantize_linear.py, op_dequantize_linear.py):
-  QuantizeLinear    q = x / y_scale in x's type (a float16 quotient is rounded to float16);
+  QuantizeLinear    q = x / y_scale in NumPy's promotion of their types (one 16-bit type: rounded to it; else
+                    float32), or in ``precision`` (opset 23: x and the scale rounded to it first);
                     integers: ``np.rint(q).astype(int32)`` (x86: NaN, inf and |q| >= 2^31 become INT32_MIN),
                     + zero point in int32, clipped to the type's range;
                     float8: saturate=1 clips q to the type's largest finite value (inf too, NaN stays) and
                     converts, saturate=0 converts (overflow to inf or NaN); the zero point is not added;
-                    float4/float6: q + zero point, converted (always saturating; NaN -> the sign bit alone).
+                    float4/float6: q + zero point in float32, converted (always saturating; NaN -> the sign
+                    bit alone).
   DequantizeLinear  integers and float6: (float32(x) - zero point) * scale in float32; float8 and float4:
-                    float32(x) * scale (the zero point ignored; float8's must be 0); then the output type.
+                    float32(x) * scale (the zero point ignored; float8's must be 0); then ``output_dtype``
+                    (opset 23; default the scale's type). int32 x: float32(x) * scale (no zero point).
+Scales are float32, float16, bfloat16 (of x's type or not: opset 23) or float8_e8m0fnu (opset 24).
 A per-tensor scale is 0-d or has one element; a per-axis one is 1-D along ``axis`` (negative counts from the
 end); the zero point has the scale's shape and the storage type.
 """
@@ -21,31 +25,35 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes, storage
-from ..errors import QDQError, QDQTypeError
+from . import onnx_qdq_args
 from .family import AXIS, FLAT, Family
+from .onnx_qdq_args import FLOATS, SCALE_DTYPES
 from .rules import Rules
-from .spec import BLOCKS, DATA, RANGE, OpSpec, attr, data, fixed, per_channel, result
+from .spec import BLOCKS, DATA, RANGE, OpSpec, attr, data, fixed, result
 
 F32 = np.float32
 DTYPES = ("float32", "float16", "bfloat16")
-# The storage types each op takes (opset 28's T3 / T1, less int32: qdq_compiler has no int32 storage yet).
+# The storage types each op takes (opset 28's T3 / T1): DequantizeLinear also takes int32 (a bias, an accumulator).
 QUANTIZED = ("int8", "uint8", "int16", "uint16", "int4", "uint4", "int2", "uint2", "float8_e4m3fn",
              "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
+DQ_TYPES = QUANTIZED + ("int32",)
 FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
 
 AXIS_ATTR = attr("axis", int, 1, doc="the quantization axis of a per-axis scale (negative: from the end)")
 SATURATE = attr("saturate", int, 1, doc="float8 only: 1 clips beyond the largest value, 0 gives inf or NaN")
 OUTPUT_DTYPE = attr("output_dtype", str, "uint8", QUANTIZED,
                     doc="the storage type (set from y_zero_point, or the output_dtype given; default uint8)")
-X_DTYPE = attr("x_dtype", str, "uint8", QUANTIZED, doc="set from x: the storage type it holds")
+X_DTYPE = attr("x_dtype", str, "uint8", DQ_TYPES, doc="set from x: the storage type it holds")
 GRANULARITIES = ("tensor", "axis", "block")
 GRANULARITY = attr("granularity", str, "tensor", GRANULARITIES,
                    doc="set from the scale: one element per tensor, a vector along axis, or blocks (block_size > 0)")
 TINY_SCALE = attr("tiny_scale", bool, False,
                   doc="set from the scale: some |y_scale| < 2^-100 (where FTZ targets divide x * 2^32, built exactly)")
-TINY = 2.0 ** -100
-FLOAT32_QUOTIENT = attr("float32_quotient", bool, False,
-                        doc="set from precision=float32 (opset 23): a float16/bfloat16 x divided in float32, unrounded")
+SCALE_DTYPE = attr("scale_dtype", str, "", ("",) + SCALE_DTYPES,
+                   doc="set from the scale: its type where it is not the op's (\"\"); its values cross as float32")
+PRECISION = attr("precision", str, "", ("",) + FLOATS, doc="opset 23: the type x and the scale are divided in")
+DQ_OUTPUT_DTYPE = attr("output_dtype", str, "", ("",) + FLOATS,
+                       doc="opset 23: the result's type (default the scale's); it is the op's element type T")
 BLOCK_SIZE = attr("block_size", int, 0, doc="blocked quantization: the elements along axis one scale covers (0: none)")
 
 
@@ -68,15 +76,30 @@ def storage_of(spec, attrs) -> storage.StorageType:
 ORT_FLOAT8_WINDOWS = {"float8_e4m3fn": (480.0, 496.0, "max"), "float8_e5m2": (61440.0, 65536.0, "nan")}
 
 
-def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=None, float32_quotient=False):
-    """Codes (int64) of QuantizeLinear: x and scale of the op's float type, broadcastable; ``arith`` the rules'
-    arithmetic policy (None: the onnx reference's); ``float32_quotient``: precision=float32 (no rounding to x's
-    16-bit type)."""
+def quotient_dtype(element: str, scale_dtype: str, precision: str, arith) -> str:
+    """The type QuantizeLinear divides in: ``precision`` where given (x and the scale rounded to it first);
+    otherwise the onnx reference's NumPy promotion of x's and the scale's types (one 16-bit type: that type; else
+    float32), or onnxruntime's: the scale's type (x cast to it)."""
+    if precision:
+        return precision
+    if arith["quotient_in_scale_type"]:
+        return scale_dtype or element
+    return element if scale_dtype in ("", element) else "float32"
+
+
+def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=None, quotient="float32"):
+    """Codes (int64) of QuantizeLinear: x and scale (float32 values of their types), broadcastable; ``arith``
+    the rules' arithmetic policy (None: the onnx reference's); ``quotient``: the type x / scale is computed in
+    (quotient_dtype), x rounded to it first, the quotient after."""
     arith = arith or ONNX_ARITH
+    narrow = quotient != "float32"
     with np.errstate(all="ignore"):
-        q = (x.astype(F32) / scale.astype(F32)).astype(F32)
-        if x.dtype != F32 and not float32_quotient:
-            q = q.astype(x.dtype).astype(F32)       # the reference divides in x's type
+        xf = x.astype(F32)
+        if narrow:
+            xf = xf.astype(dtypes.np_of(quotient)).astype(F32)
+        q = (xf / scale.astype(F32)).astype(F32)
+        if narrow:
+            q = q.astype(dtypes.np_of(quotient)).astype(F32)
         if not t.is_float:
             r = np.rint(q.astype(np.float64))
             zp = storage.decode(zp_codes, t).astype(np.int64)
@@ -96,14 +119,12 @@ def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=N
                 sign = (q.view(np.uint32) >> 31).astype(np.int64) << (t.bits - 1)
                 codes = np.where(inside, (t.max_code if what == "max" else t.nan_code) | sign, codes)
             return codes
-        v = (q + storage.decode(zp_codes, t)).astype(F32)
-        if x.dtype != F32 and not float32_quotient:
-            v = v.astype(x.dtype).astype(F32)
-        return storage.encode(v, t)
+        # float4/float6: q + zero point in float32 (NumPy promotes a 16-bit quotient plus an ml_dtypes zero point)
+        return storage.encode((q + storage.decode(zp_codes, t)).astype(F32), t)
 
 
 def dequantize(codes, scale, zp_codes, t: storage.StorageType, out_dtype):
-    """DequantizeLinear's values in ``out_dtype``."""
+    """DequantizeLinear's values in ``out_dtype``: (x - zero point) * scale in float32."""
     with np.errstate(all="ignore"):
         v = storage.decode(codes, t)
         if t.name not in FLOAT8 and t.name != "float4_e2m1fn":
@@ -135,13 +156,14 @@ def oracle(call):
     scale_b = _broadcast_param(scale, x.shape, axis, bs)
     zp_codes = _broadcast_param(storage.to_codes(zp).astype(np.int64), x.shape, axis, bs)
     if spec.variant.quantize:
-        codes = quantize(x, scale_b, zp_codes, t, a["saturate"], spec.family.rules(call.semantics).arithmetic,
-                         a["float32_quotient"])
+        arith = spec.family.rules(call.semantics).arithmetic
+        codes = quantize(x, scale_b, zp_codes, t, a["saturate"], arith,
+                         quotient_dtype(call.dtype_name, a["scale_dtype"], a["precision"], arith))
         if not spec.variant.dequantize:
             return (storage.from_codes(codes.astype(t.code_dtype), t.np),)
         return (dequantize(codes, scale_b, zp_codes, t, x.dtype),)
     x_codes = storage.to_codes(x).astype(np.int64)
-    return (dequantize(x_codes, scale_b, zp_codes, t, scale.dtype),)
+    return (dequantize(x_codes, scale_b, zp_codes, t, call.dtype),)
 
 
 # -- checks, in ONNX's words ------------------------------------------------------------------------------
@@ -179,33 +201,13 @@ def check(c, spec, arrays, attrs):
         if t.name in FLOAT8 and np.any(storage.to_codes(zp) != 0):
             c.fail(f"{names[2]} must be 0 for the float8 types (it is ignored)", names[2],
                    tf="x_zero_point is not null but should be zero for float8 types.")
+    if t.name == "int32" and np.any(zp != 0):
+        # the reference would compute float32(x) - zero point in float64 and round twice; the spec has none
+        c.fail(f"{names[2]} must be 0 for int32 x; allowed: 0 or none", names[2],
+               tf="In the case of dequantizing int32, there's no zero point (zero point is supposed to be 0).")
 
 
 # -- the public call ----------------------------------------------------------------------------------------
-
-
-def _float_name(spec, value, arg: str = "precision") -> str:
-    """A float type given as a NumPy dtype, its name or a TensorProto number (1 float, 10 float16, 16 bfloat16)."""
-    by_code = {1: "float32", 10: "float16", 16: "bfloat16"}
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        if int(value) not in by_code:
-            raise QDQError(f"{arg}={value!r}: allowed: 1 (FLOAT), 10 (FLOAT16), 16 (BFLOAT16)", op=spec.name, arg=arg)
-        return by_code[int(value)]
-    try:
-        return dtypes.get(value).name
-    except QDQError:
-        raise QDQError(f"{arg}={value!r}: allowed: float32, float16, bfloat16 (or 1, 10, 16)", op=spec.name,
-                       arg=arg) from None
-
-
-def _storage_name(spec, name, value) -> str:
-    if value is None or value == 0:
-        return ""
-    try:
-        return storage.get(value).name
-    except QDQError:
-        raise QDQError(f"{name}={value!r} is not a quantized type this op takes; allowed: {', '.join(QUANTIZED)} "
-                       f"(a NumPy/ml_dtypes dtype or its TensorProto number)", op=spec.name, arg=name) from None
 
 
 class OnnxQDQ(Family):
@@ -232,94 +234,25 @@ class OnnxQDQ(Family):
         return attrs["block_size"] if attrs.get("granularity") == "block" else 0
 
     def structural(self, spec):
-        return frozenset({"axis", "granularity", "block_size", "output_dtype", "x_dtype", "saturate", "tiny_scale",
-                          "float32_quotient"}) & \
-            set(spec.attr_map)
+        """DequantizeLinear's output_dtype is its element type T, which the configuration carries already."""
+        keys = {"axis", "granularity", "block_size", "x_dtype", "saturate", "tiny_scale", "scale_dtype", "precision"}
+        return frozenset(keys | ({"output_dtype"} if spec.variant.quantize else set())) & set(spec.attr_map)
+
+    def element_dtype(self, spec, kwargs):
+        """DequantizeLinear's T: its result's type (public_arguments sets it from output_dtype or the scale)."""
+        if spec.variant.quantize or not kwargs.get("output_dtype"):
+            return None
+        return dtypes.np_of(kwargs["output_dtype"])
 
     def public_arguments(self, spec, kwargs):
-        """ONNX's arguments as bind takes them: a missing zero point is zeros of the output type (uint8 unless
-        ``output_dtype`` says; float4/float6: -0, which adds nothing, not even to -0); ``output_dtype`` as a
-        NumPy dtype or a TensorProto number; a one-element scale is per-tensor, a 1-D one per-axis along a
-        normalised ``axis``."""
-        out = dict(kwargs)
-        names = [i.name for i in spec.inputs]
-        scale_name, zp_name = names[1], names[2]
-        given = out.pop("output_dtype", None)
-        precision = out.pop("precision", None)
-        block_size = out.get("block_size", 0)
-        if precision not in (None, 0):   # opset 23: the type x and the scale are divided in
-            x = out.get("x")
-            name = _float_name(spec, precision)
-            own = dtypes.name_of(x.dtype) if isinstance(x, (np.ndarray, np.generic)) else None
-            if name not in ("float32", own):
-                raise QDQError(f"precision={precision!r}: allowed: float32 (TensorProto 1) or x's own type {own}; "
-                               f"a narrower one (rounding x and the scale first) is not supported yet",
-                               op=spec.name, arg="precision")
-            out["float32_quotient"] = name == "float32"
-        scale = out.get(scale_name)
-        zp = out.get(zp_name)
-        if spec.variant.quantize:
-            named = _storage_name(spec, "output_dtype", given)
-            if zp is None:
-                t = storage.get(named or "uint8")
-                zero = t.sign_bit if t.special == storage.FINITE else 0
-                shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
-                zp = storage.from_codes(np.full(shape, zero, t.code_dtype), t.np)
-            elif isinstance(zp, (np.ndarray, np.generic)) and named and dtypes.name_of(np.asarray(zp).dtype) != named:
-                raise QDQError(f"output_dtype={named} does not match y_zero_point's type "
-                               f"{dtypes.name_of(np.asarray(zp).dtype)}", op=spec.name, arg="output_dtype",
-                               reference="ONNX", tf_message=f"Mismatched output data-types: output_dtype="
-                               f"{storage.get(named).onnx_code}, zero_point type="
-                               f"{storage.get(np.asarray(zp).dtype).onnx_code if np.asarray(zp).dtype.name in storage.TABLE else '?'}")
-        else:
-            x = out.get("x")
-            if given not in (None, 0):   # opset 23: the result's float type; here the scale's own
-                want = dtypes.name_of(np.asarray(scale).dtype) if isinstance(scale, (np.ndarray, np.generic)) else None
-                named = _float_name(spec, given, "output_dtype")
-                if named != want:
-                    raise QDQError(f"output_dtype={given!r} ({named}): DequantizeLinear returns the scale's type, "
-                                   f"{want}; another float type is not supported yet", op=spec.name,
-                                   arg="output_dtype")
-            if zp is None and isinstance(x, np.ndarray):
-                t = storage.get(x.dtype) if dtypes.name_of(x.dtype) in storage.TABLE else storage.get("uint8")
-                shape = np.shape(scale) if isinstance(scale, (np.ndarray, np.generic)) else ()
-                zp = storage.from_codes(np.zeros(shape, t.code_dtype), t.np)
-        out[zp_name] = zp
-        if isinstance(scale, (np.ndarray, np.generic)):
-            s = np.asarray(scale)
-            blocked = isinstance(block_size, (int, np.integer)) and block_size != 0
-            if s.ndim > 1 and not blocked:
-                raise QDQError(f"{scale_name} has shape {list(s.shape)}; allowed: a number, or a vector along axis "
-                               f"(or blocks, with block_size > 0)", op=spec.name, arg=scale_name,
-                               reference="ONNX", tf_message="Input 2 must be a vector or a number.")
-            if s.ndim == 1 and s.size == 1 and not blocked:
-                out[scale_name] = s.reshape(())
-                if isinstance(zp, (np.ndarray, np.generic)) and np.size(zp) == 1:
-                    out[zp_name] = np.asarray(zp).reshape(())
-            out["granularity"] = "block" if blocked else "axis" if s.ndim == 1 and s.size != 1 else "tensor"
-            if spec.variant.quantize and s.dtype.kind in "fV":
-                with np.errstate(invalid="ignore"):
-                    tiny = bool(np.any(np.abs(s.astype(np.float32)) < TINY))
-                if tiny and out.get("tiny_scale") is False:   # a bundle entry's baked program
-                    raise QDQError(f"{scale_name} has values below 2^-100 in magnitude; this program was built for "
-                                   f"scales above (tiny_scale=False): build it with tiny_scale=True", op=spec.name,
-                                   arg=scale_name)
-                out["tiny_scale"] = tiny or bool(out.get("tiny_scale", False))
-            x = out.get("x")
-            axis = out.get("axis", 1)
-            if out["granularity"] != "tensor" and isinstance(x, np.ndarray) and \
-                    isinstance(axis, (int, np.integer)) and -x.ndim <= axis < 0:
-                out["axis"] = int(axis) + x.ndim
-        dt = out.get("x") if spec.variant.quantize else None
-        if dt is not None and not isinstance(dt, (np.ndarray, np.generic)):
-            raise QDQTypeError("x must be a NumPy array of float32, float16 or bfloat16", op=spec.name, arg="x")
-        return out
+        return onnx_qdq_args.public_arguments(spec, kwargs, QUANTIZED, DQ_TYPES)
 
     def template_vars(self, spec, attrs):
         t = storage_of(spec, attrs)
         return {"quantize": spec.variant.quantize, "dequantize": spec.variant.dequantize, "st": t,
                 "blocked": attrs["granularity"] == "block", "block_size": attrs["block_size"],
-                "tiny_scale": attrs.get("tiny_scale", False), "float32_quotient": attrs.get("float32_quotient", False),
+                "tiny_scale": attrs.get("tiny_scale", False), "scale_dtype": attrs.get("scale_dtype", ""),
+                "precision": attrs.get("precision", ""), "quotient_dtype": quotient_dtype, "row": storage.get,
                 "float8": t.name in FLOAT8, "saturate": bool(attrs.get("saturate", 1)),
                 "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"}
 
@@ -328,13 +261,15 @@ class OnnxQDQ(Family):
 
     def matrix_variants(self, spec):
         """Every storage type once, the granularities in turn (per-tensor, per-axis, blocks of 3 over 4 channels:
-        a ragged last block): 15 configurations per dtype, not 45 (tests/test_onnx.py crosses them further)."""
+        a ragged last block), and float8_e8m0fnu scales per axis: 16 configurations per dtype (17 for
+        DequantizeLinear: int32), not 45 (tests/test_onnx.py and the goldens cross them further)."""
         key = "output_dtype" if spec.variant.quantize else "x_dtype"
         out = []
-        for i, n in enumerate(QUANTIZED):
+        for i, n in enumerate(QUANTIZED if spec.variant.quantize else DQ_TYPES):
             g = GRANULARITIES[i % 3]
             out.append({key: n, "granularity": g, **({"axis": 1} if g != "tensor" else {}),
                         **({"block_size": 3} if g == "block" else {})})
+        out.append({key: "int8", "granularity": "axis", "axis": 1, "scale_dtype": "float8_e8m0fnu"})
         return out
 
     def random_calls(self, spec, attrs, x, rng, special):
@@ -347,10 +282,13 @@ class OnnxQDQ(Family):
         else:
             shape = tuple(-(-d // bs) if i == axis else d for i, d in enumerate(x.shape))
         container = t.code_dtype
+        sdt = dtypes.np_of(attrs.get("scale_dtype") or dtypes.name_of(x.dtype))
         calls = []
         for wide in (False, True):
             lo, hi = (0.001, 0.02) if t.is_float and not wide else (0.01, 0.3) if not wide else (0.5, 4.0)
             scale = rng.uniform(lo, hi, shape).astype(F32) * np.where(rng.random(shape) < 0.1, -1, 1).astype(F32)
+            if sdt.name == "float8_e8m0fnu":   # powers of two, positive
+                scale = np.exp2(rng.integers(-10 if t.is_float else -6, 3 if wide else -1, shape)).astype(F32)
             if t.name in FLOAT8:
                 zp = np.zeros(shape, container)
             elif t.is_float:
@@ -360,17 +298,21 @@ class OnnxQDQ(Family):
             zp = storage.from_codes(zp, t.np)
             extra = {"axis": axis, "block_size": bs} if g != "tensor" else {}
             if spec.variant.quantize:
-                kw = {"x": special(x.copy(), float(np.max(np.abs(scale)))), "y_scale": scale.astype(x.dtype),
+                kw = {"x": special(x.copy(), float(np.max(np.abs(scale)))), "y_scale": scale.astype(sdt),
                       "y_zero_point": zp, **extra}
                 for sat in ((1, 0) if t.name in FLOAT8 else (1,)):
                     calls.append(self.public_arguments(spec, {**kw, "saturate": sat}))
             else:
-                codes = rng.integers(0, 1 << min(t.bits, 16), x.shape).astype(np.int64)
-                codes = np.where(codes >= 1 << (t.container_bits - 1), codes - (1 << t.container_bits), codes)
-                if t.name in FLOAT8:
+                if t.bits > 16:   # int32: anywhere in its range (beyond 2^24: rounded to float32)
+                    codes = rng.integers(-2 ** 31, 2 ** 31, x.shape)
+                else:
+                    codes = rng.integers(0, 1 << t.bits, x.shape).astype(np.int64)
+                    codes = np.where(codes >= 1 << (t.container_bits - 1), codes - (1 << t.container_bits), codes)
+                if t.name in FLOAT8 or t.bits > 16:
                     zp = storage.from_codes(np.zeros(shape, container), t.np)
                 calls.append(self.public_arguments(spec, {"x": storage.from_codes(codes.astype(container), t.np),
-                                                         "x_scale": scale.astype(x.dtype), "x_zero_point": zp, **extra}))
+                                                         "x_scale": scale.astype(sdt), "x_zero_point": zp,
+                                                         "output_dtype": x.dtype, **extra}))
         return calls
 
     def bench_kwargs(self, spec, attrs, shape, rng):
@@ -381,20 +323,30 @@ class OnnxQDQ(Family):
         return kw
 
 
+ORT_SCALES = ("", "float32", "float16")
+
+
 def ort_check(c, spec, arrays, attrs):
-    """onnxruntime 1.32's CPU kernels have no float4/float6 kernels (its words); the rest as ONNX's checks."""
+    """onnxruntime 1.32's CPU kernels: none for float4/float6, bfloat16 or float8_e8m0fnu scales, and precision
+    only float32 or float16 (its words); the rest as ONNX's checks."""
     t = storage_of(spec, attrs)
-    if t.name.startswith(("float4", "float6")):
-        c.fail(f"semantics='ort-cpu': onnxruntime has no {spec.name} kernel for {t.name}; allowed: "
-               f"{', '.join(n for n in QUANTIZED if not n.startswith(('float4', 'float6')))} (semantics='onnx' "
-               f"takes every type)", "semantics",
+    if attrs.get("precision", "") not in ORT_SCALES:   # (checked first, as onnxruntime does: at the kernel's creation)
+        c.fail(f"precision={attrs['precision']}: semantics='ort-cpu' allows float32 or float16", "precision",
+               tf="CPU QuantizeLinear only supports precision 0 (use scale type), FLOAT, and FLOAT16.")
+    missing = t.name if t.name.startswith(("float4", "float6")) else attrs.get("scale_dtype", "") \
+        if attrs.get("scale_dtype", "") not in ORT_SCALES else ""
+    if missing:
+        c.fail(f"semantics='ort-cpu': onnxruntime has no {spec.name} kernel for {missing}; allowed: "
+               f"{', '.join(n for n in QUANTIZED if not n.startswith(('float4', 'float6')))} with float32 or float16 "
+               f"scales (semantics='onnx' takes every type)", "semantics",
                tf=f"[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for {spec.name}(25) "
                   f"node with name ''")
     check(c, spec, arrays, attrs)
 
 
 def _ort_has_kernel(spec, attrs) -> bool:
-    return not attrs.get("output_dtype", attrs.get("x_dtype", "")).startswith(("float4", "float6"))
+    return not attrs.get("output_dtype", attrs.get("x_dtype", "")).startswith(("float4", "float6")) and \
+        attrs.get("scale_dtype", "") in ORT_SCALES
 
 
 def _no_bfloat16(spec, dtype):
@@ -402,8 +354,8 @@ def _no_bfloat16(spec, dtype):
         if dtype == "bfloat16" else ""
 
 
-ONNX_ARITH = {"saturating_int": False, "float8_windows": {}}
-ORT_ARITH = {"saturating_int": True, "float8_windows": ORT_FLOAT8_WINDOWS}
+ONNX_ARITH = {"saturating_int": False, "float8_windows": {}, "quotient_in_scale_type": False}
+ORT_ARITH = {"saturating_int": True, "float8_windows": ORT_FLOAT8_WINDOWS, "quotient_in_scale_type": True}
 FAMILY = OnnxQDQ()
 FAMILY.rules_by_semantics = {
     "onnx": Rules(oracle, "onnx_qdq.mlir.j2", DTYPES, check=check, arithmetic=ONNX_ARITH),
@@ -411,9 +363,12 @@ FAMILY.rules_by_semantics = {
                      arithmetic=ORT_ARITH, answers_variant=_ort_has_kernel),
 }
 
-_Q_INPUTS = (data("x"), per_channel("y_scale", "scale", 0.1),
+# A scale crosses as float32 whatever its type (each embeds exactly); scale_dtype says which ("": the op's T).
+_WIDE = tuple((n, "float32") for n in SCALE_DTYPES if n != "float32")
+_Q_INPUTS = (data("x"), fixed("y_scale", "scale", "attr:scale_dtype", RANGE, 0.1, _WIDE),
              fixed("y_zero_point", "zero_point", "attr:output_dtype", RANGE, 0))
-_DQ_INPUTS = (fixed("x", "data", "attr:x_dtype", DATA, 0), per_channel("x_scale", "scale", 0.1),
+_DQ_INPUTS = (fixed("x", "data", "attr:x_dtype", DATA, 0), fixed("x_scale", "scale", "attr:scale_dtype", RANGE, 0.1,
+                                                                  _WIDE),
               fixed("x_zero_point", "zero_point", "attr:x_dtype", RANGE, 0))
 _Q_SIGNATURE = ("x", "y_scale", "y_zero_point", "axis", "block_size", "output_dtype", "saturate", "precision")
 
@@ -429,16 +384,17 @@ def _spec(name, inputs, attrs, results, variant, doc, signature):
 
 SPECS = (
     _spec("QuantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE,
-                                       FLOAT32_QUOTIENT),
+                                       SCALE_DTYPE, PRECISION),
           (result("y", "attr:output_dtype"),), Variant(),
           "y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest "
           "value, saturate=1 clipping).", _Q_SIGNATURE),
-    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, BLOCK_SIZE, X_DTYPE, GRANULARITY), (result("y"),),
-          Variant(quantize=False, dequantize=True),
-          "y = (x - x_zero_point) * x_scale in the scale's type (float8 and float4: x * x_scale).",
+    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, BLOCK_SIZE, X_DTYPE, GRANULARITY, SCALE_DTYPE, DQ_OUTPUT_DTYPE),
+          (result("y"),), Variant(quantize=False, dequantize=True),
+          "y = (x - x_zero_point) * x_scale in output_dtype, by default the scale's type (float8 and float4: "
+          "x * x_scale).",
           ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype")),
-    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY, TINY_SCALE,
-                                       FLOAT32_QUOTIENT), (result("y"),),
+    _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY,
+                                                 TINY_SCALE, SCALE_DTYPE, PRECISION), (result("y"),),
           Variant(dequantize=True),
           "DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair "
           "computes.", _Q_SIGNATURE),

@@ -39,7 +39,8 @@ class Input:
     name: str
     role: str                     # the reference's meaning (data | grad | min | max | num_bits | scale | ...)
     dtype: str = "T"              # "T" (the op's element type), a fixed dtype ("int32", "float32", "bool"), or
-    #   "attr:<name>": the dtype a structural attribute names (aten's zero_point: int32 or float32, two programs)
+    #   "attr:<name>": the dtype a structural attribute names (aten's zero_point: int32 or float32, two programs;
+    #   the attribute "": the op's element type, ONNX's scale of x's type)
     shape: str = DATA             # DATA, RANGE or SCALAR
     example: float | int | None = None   # a valid value where one is needed before any call exists (a
     #   configuration's stand-in arrays, the benchmark's parameters): RANGE and SCALAR operands
@@ -60,7 +61,7 @@ class Input:
         if self.dtype == "T":
             return element
         if self.dtype.startswith("attr:"):
-            named = attrs[self.dtype[5:]]
+            named = attrs[self.dtype[5:]] or element
             return dict(self.stored_as).get(named, named)
         return self.dtype
 

@@ -135,6 +135,81 @@ def cases(rng):
                             zp=np.array(0).astype(np_type(st)), attrs={}))
         out.append(dict(storage=st, dtype="float32", per_axis=False, x=np.zeros((0, 3), np.float32),
                         scale=np.array(0.5, np.float32), zp=np.array(0).astype(np_type(st)), attrs={}))
+    out += mixed_cases(rng)
+    return out
+
+
+TENSOR_PROTO = {"float32": 1, "float16": 10, "bfloat16": 16}
+E8M0 = ml_dtypes.float8_e8m0fnu
+
+
+def mixed_cases(rng):
+    """Scales of another type than x (opset 23: float32/float16/bfloat16, opset 24: float8_e8m0fnu), DequantizeLinear's
+    output_dtype, precision narrower than x, int32 data into DequantizeLinear, and float4/float6 sums near their
+    midpoints with a 16-bit x (the reference adds the zero point in float32)."""
+    out = []
+    scales = {"float32": (0.475, [0.475, 3.1, 0.0123]), "float16": (0.475, [0.475, 3.1, 0.0123]),
+              "bfloat16": (0.475, [0.475, 3.1, 0.0123]), "float8_e8m0fnu": (0.125, [0.125, 4.0, 2.0 ** -127])}
+    for st in ("int8", "uint4", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn", "float6_e2m3fn"):
+        t = np_type(st)
+        is_float = st.startswith("float")
+        top = float(ml_dtypes.finfo(t).max) if is_float else float(ml_dtypes.iinfo(t).max)
+        for dt in ("float32", "float16", "bfloat16"):
+            for sdt in ("float32", "float16", "bfloat16", "float8_e8m0fnu"):
+                if sdt == dt:
+                    continue
+                for per_axis in (False, True):
+                    one, vec = scales[sdt]
+                    x = special_x(rng, 64, FLOATS[dt], one, top * one)
+                    if per_axis:
+                        x = np.resize(x, (2, 3, 16)).astype(FLOATS[dt])
+                        scale = np.array(vec).astype(np_type(sdt))
+                        zp = np.zeros(3).astype(t)
+                    else:
+                        scale = np.array(one).astype(np_type(sdt))
+                        zp = np.array(0).astype(t)
+                    attrs = {"axis": 1} if per_axis else {}
+                    out.append(dict(storage=st, dtype=dt, per_axis=per_axis, x=x, scale=scale, zp=zp, attrs=attrs,
+                                    dq_attrs={"output_dtype": TENSOR_PROTO[dt]}, scale_dtype=sdt))
+    # precision narrower than x (float16, bfloat16: x and the scale rounded to it, the quotient too)
+    for st in ("int8", "float8_e4m3fn", "float4_e2m1fn"):
+        for dt, prec in (("float32", 10), ("float32", 16), ("bfloat16", 10), ("float16", 16)):
+            x = (rng.standard_normal(256) * 20).astype(FLOATS[dt])
+            out.append(dict(storage=st, dtype=dt, per_axis=False, x=x, scale=np.array(0.3).astype(FLOATS[dt]),
+                            zp=np.array(0).astype(np_type(st)), attrs={"precision": prec},
+                            ops=("QuantizeLinear", "DequantizeLinear")))   # the pair refuses a rounded scale
+    # DequantizeLinear of int32 (a bias, an accumulator): no zero point, or 0 (the spec's "supposed to be 0")
+    big = np.array([1, -3, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 24) - 1, 2 ** 25 + 2, 2 ** 25 + 6, 2 ** 31 - 1, -2 ** 31,
+                    50331651, 123456789, 0], np.int64)
+    for sdt in ("float32", "float16", "bfloat16"):
+        for per_axis in (False, True):
+            xq = np.concatenate([big, rng.integers(-2 ** 31, 2 ** 31, 36)]).astype(np.int32)
+            if per_axis:
+                xq = xq.reshape(4, 12)
+                scale = np.array([0.1, 1.0, 3e-5, 7.0]).astype(np_type(sdt))
+                zp = np.zeros(4, np.int32)
+            else:
+                scale = np.array(0.1).astype(np_type(sdt))
+                zp = np.array(0, np.int32)
+            out.append(dict(storage="int32", dtype=sdt, per_axis=per_axis, x=None, xq=xq, scale=scale, zp=zp,
+                            attrs={"axis": 0} if per_axis else {}, ops=("DequantizeLinear",)))
+    # float4/float6 with a 16-bit x and a zero point: q + zp is summed in float32 (NumPy promotes), so a quotient
+    # just below a midpoint of the type, minus the zero point, is not rounded onto it first
+    for st in ("float4_e2m1fn", "float6_e3m2fn"):
+        t = np_type(st)
+        vals = np.unique(np.arange(256).astype(np.uint8).view(t).astype(np.float64))
+        vals = vals[np.isfinite(vals) & (vals >= 0)]
+        mids = (vals[1:] + vals[:-1]) / 2
+        for dt in ("float16", "bfloat16"):
+            for zpv in (0.5, 1.0):
+                q = (mids - zpv).astype(FLOATS[dt])
+                x = np.concatenate([np.nextafter(q.astype(np.float32), np.float32(-np.inf)).astype(FLOATS[dt]),
+                                    np.nextafter(q.astype(np.float32), np.float32(np.inf)).astype(FLOATS[dt]), q])
+                ulp = FLOATS[dt](2.0 ** -13 if dt == "float16" else 2.0 ** -10)
+                x = np.concatenate([x, (q.astype(np.float32) - np.float32(ulp)).astype(FLOATS[dt]),
+                                    (q.astype(np.float32) + np.float32(ulp)).astype(FLOATS[dt])]).astype(FLOATS[dt])
+                out.append(dict(storage=st, dtype=dt, per_axis=False, x=x, scale=np.array(1.0).astype(FLOATS[dt]),
+                                zp=np.array(zpv).astype(t), attrs={}))
     return out
 
 
@@ -154,23 +229,33 @@ def run_all():
         tags = [c["storage"], c["dtype"], "per-axis" if c["per_axis"] else "per-tensor"]
         if "block_size" in c["attrs"]:
             tags[2] = "blocked"
-        q = golden("QuantizeLinear", c["x"], c["scale"], c["zp"], c["attrs"])
+        if "scale_dtype" in c:
+            tags.append("scale " + c["scale_dtype"])
+        wanted = c.get("ops", ("QuantizeLinear", "DequantizeLinear", "QuantizeDequantizeLinear"))
         dq_attrs = {k: v for k, v in c["attrs"].items() if k in ("axis", "block_size")}   # DQ has no precision
-        codes = np.random.default_rng(i).integers(0, 65536, c["x"].shape)
-        t = np_type(c["storage"])
-        bits = (ml_dtypes.finfo(t) if c["storage"].startswith("float") else ml_dtypes.iinfo(t)).bits
-        xq = (codes & ((1 << bits) - 1)).astype(np.uint8 if bits <= 8 else np.uint16).view(t)
+        dq_attrs.update(c.get("dq_attrs", {}))
+        if "xq" in c:
+            xq = c["xq"]
+        else:
+            codes = np.random.default_rng(i).integers(0, 65536, c["x"].shape)
+            t = np_type(c["storage"])
+            bits = (ml_dtypes.finfo(t) if c["storage"].startswith("float") else ml_dtypes.iinfo(t)).bits
+            xq = (codes & ((1 << bits) - 1)).astype(np.uint8 if bits <= 8 else np.uint16).view(t)
         d = golden("DequantizeLinear", xq, c["scale"], c["zp"], dq_attrs)
+        q = golden("QuantizeLinear", c["x"], c["scale"], c["zp"], c["attrs"]) if "QuantizeLinear" in wanted else None
         for sem, key in sems.items():
             base = {"id": i, "tags": tags, "note": ""}
-            files[sem]["QuantizeLinear"].append({**base, "op": "QuantizeLinear", "attrs": c["attrs"],
-                                                 "inputs": _inputs("QuantizeLinear", c["x"], c["scale"], c["zp"]),
-                                                 "expect": expect(q[key])})
-            y = q[key] if isinstance(q[key], str) else golden("DequantizeLinear", q[key], c["scale"], c["zp"],
-                                                               dq_attrs)[key]
-            files[sem]["QuantizeDequantizeLinear"].append(with_deviation(
-                {**base, "op": "QuantizeDequantizeLinear", "attrs": c["attrs"],
-                 "inputs": _inputs("QuantizeDequantizeLinear", c["x"], c["scale"], c["zp"]), "expect": expect(y)}, y))
+            if q is not None:
+                files[sem]["QuantizeLinear"].append({**base, "op": "QuantizeLinear", "attrs": c["attrs"],
+                                                     "inputs": _inputs("QuantizeLinear", c["x"], c["scale"], c["zp"]),
+                                                     "expect": expect(q[key])})
+            if q is not None and "QuantizeDequantizeLinear" in wanted:
+                y = q[key] if isinstance(q[key], str) else golden("DequantizeLinear", q[key], c["scale"], c["zp"],
+                                                                   dq_attrs)[key]
+                files[sem]["QuantizeDequantizeLinear"].append(with_deviation(
+                    {**base, "op": "QuantizeDequantizeLinear", "attrs": c["attrs"],
+                     "inputs": _inputs("QuantizeDequantizeLinear", c["x"], c["scale"], c["zp"]), "expect": expect(y)},
+                    y))
             files[sem]["DequantizeLinear"].append(with_deviation(
                 {**base, "op": "DequantizeLinear", "attrs": dq_attrs,
                  "inputs": _inputs("DequantizeLinear", xq, c["scale"], c["zp"]), "expect": expect(d[key])}, d[key]))

@@ -11,7 +11,7 @@ import numpy as np
 from ... import iree_tools
 from ... import semantics as SEM
 from ... import targets as T
-from .inputs import golden_tf_version
+from .inputs import golden_reference, golden_tf_version
 
 _CPU_DRIVERS = ("local-sync", "local-task")
 
@@ -89,6 +89,12 @@ def environment(run_on: list[str], skipped: dict[str, str]) -> dict:
             "python": sys.version.split()[0], "numpy": np.__version__, "devices": devices,
             "skipped_details": details, "iree": iree,
             "iree_compiler": iree.get("compiler_version"), "iree_runtime": iree.get("runtime_version")}
+
+
+def golden_references(ops) -> list[str]:
+    """Who wrote the golden files of these (op, semantics) pairs, each once, in the order met."""
+    refs = (golden_reference(op, sem) for op, sem in dict.fromkeys(ops))
+    return list(dict.fromkeys(r for r in refs if r))
 
 
 def tf_version_text(versions: dict[str, str]) -> str:

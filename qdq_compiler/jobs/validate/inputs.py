@@ -72,6 +72,20 @@ def golden_tf_version(op: str, semantics: str = SEM.DEFAULT) -> str | None:
     return data.get("tf_version") if data else None
 
 
+def golden_reference(op: str, semantics: str = SEM.DEFAULT) -> str | None:
+    """Who wrote ``op``'s golden file under ``semantics``, as its header says ("TF 2.21.0", "PyTorch 2.13.0+cpu",
+    "onnx 1.23.2 reference implementation (opset 28)"), None without one."""
+    data = _golden_file(op, semantics)
+    if not data:
+        return None
+    if data.get("tf_version"):
+        return f"TF {data['tf_version']}"
+    if data.get("torch_version"):
+        return f"PyTorch {data['torch_version']}"
+    ref = data.get("reference")
+    return f"{ref} (opset {data['opset']})" if ref and data.get("opset") else ref
+
+
 @functools.lru_cache(maxsize=None)
 def _half_file(op: str, semantics: str) -> dict | None:
     """The parsed float16/bfloat16 golden file of ``op`` under ``semantics`` (``half/`` in its folder: tf-cpu's
@@ -120,14 +134,15 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
             for inp in spec.inputs:   # an attribute an input's dtype names, as bind derives it
                 if inp.dtype.startswith("attr:") and isinstance(kw.get(inp.name), np.ndarray):
                     kw.setdefault(inp.dtype[5:], DT.name_of(kw[inp.name].dtype))
-        typed = next(i.name for i in spec.inputs if i.typed_by_op)   # of the op's type T (the data, or a scale)
-        x = kw[typed]
-        if derive and x.dtype.name == "float32":
+        typed = next((i.name for i in spec.inputs if i.typed_by_op), None)   # of the op's type T (data, a scale)
+        x = kw[typed] if typed else None
+        if derive and x is not None and x.dtype.name == "float32":
             kw = _narrowed(kw, entry.dtype)
             if kw is None:
                 continue
             x = kw[typed]
-        if x.dtype.name != entry.dtype:
+        elem = spec.family.element_dtype(spec, kw)   # where no operand carries T (ONNX's DequantizeLinear)
+        if DT.name_of(elem if elem is not None else x.dtype) != entry.dtype:
             continue
         full = {a.name: kw.get(a.name, a.default) for a in spec.attrs}
         rank = kw[spec.data_input].ndim

@@ -50,8 +50,10 @@ def _run_facts(summary: dict) -> list[tuple[str, str]]:
              ("host CPU", summary.get("host_cpu") or "-")]
     facts += [(f"device {t}", name) for t, name in (summary.get("devices") or {}).items()]
     facts += [("IREE compiler", summary.get("iree_compiler") or summary.get("compiler") or "-"),
-              ("IREE runtime", summary.get("iree_runtime") or "-"),
-              ("goldens from TF", summary.get("tf_version") or "-")]
+              ("IREE runtime", summary.get("iree_runtime") or "-")]
+    if summary.get("golden_references") is None or any(r.startswith("TF ") for r in summary["golden_references"]):
+        facts.append(("goldens from TF", summary.get("tf_version") or "-"))
+    facts.append(("goldens from", ", ".join(summary.get("golden_references") or []) or "none"))
     return facts
 
 
@@ -60,7 +62,8 @@ def environment_line(summary: dict) -> str:
     run = summary.get("targets", [])
     devices = "; ".join(f"{t}: {n}" for t, n in (summary.get("devices") or {}).items() if t in run)
     return (f"IREE {summary.get('iree_compiler') or summary.get('compiler')} (runtime {summary.get('iree_runtime')}); "
-            f"goldens from TF {summary.get('tf_version')}; host CPU {summary.get('host_cpu')}; "
+            f"goldens from {', '.join(summary.get('golden_references') or []) or 'none'}; "
+            f"host CPU {summary.get('host_cpu')}; "
             f"seed {summary.get('seed')}\ndevices: {devices or 'none'}")
 
 

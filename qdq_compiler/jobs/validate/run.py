@@ -18,7 +18,7 @@ from ...outputs import write_atomic
 from . import report
 from .cells import Cell, bound_calls, run_cell
 from .coverage import entry_coverage
-from .environment import environment, goldens_tf_versions, tf_version_text
+from .environment import environment, golden_references, goldens_tf_versions, tf_version_text
 from .inputs import _shape_for
 from .matrix import build_matrix, shard as shard_of
 
@@ -217,6 +217,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                "known_deviations": {n: T.get(n).deviation for n in run_on if T.get(n).deviation},
                "host_cpu": env["host_cpu"], "devices": env["devices"], "iree_compiler": env["iree_compiler"],
                "iree_runtime": env["iree_runtime"], "tf_version": tf_version_text(env["goldens_tf_version"]),
+               "golden_references": golden_references((e.op, e.semantics) for e in entries),
                "skipped_details": env.pop("skipped_details")}
     divergence = None
     if set(diverge.SEMANTICS) <= set(semantics):  # both answers validated: where they differ, on the same inputs

@@ -1,0 +1,155 @@
+"""ONNX's QuantizeLinear/DequantizeLinear arguments as ``validation.bind`` takes them (ops/onnx_qdq.py's
+``public_arguments``): types given as NumPy/ml_dtypes dtypes, their names or TensorProto numbers; a missing zero
+point; a scale of another type than the data (opset 23, float8_e8m0fnu from 24); ``precision`` (opset 23);
+DequantizeLinear's ``output_dtype`` (opset 23); one-element scales as per-tensor; negative axes.
+
+The scale's own type travels as the hidden attribute ``scale_dtype`` ("": the op's element type T, x's for
+QuantizeLinear and the result's for DequantizeLinear) and its values as float32 (every scale type embeds in
+float32 exactly). A ``precision`` narrower than the scale's type rounds the scale on the host, as the reference's
+``y_scale.astype(precision)`` does; x and the quotient are rounded in the program.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes, storage
+from ..errors import QDQError, QDQTypeError
+
+FLOATS = ("float32", "float16", "bfloat16")
+SCALE_DTYPES = FLOATS + ("float8_e8m0fnu",)
+_BY_CODE = {1: "float32", 10: "float16", 16: "bfloat16"}
+TINY = 2.0 ** -100
+
+
+def float_name(spec, value, arg: str = "precision") -> str:
+    """A float type given as a NumPy dtype, its name or a TensorProto number (1 float, 10 float16, 16 bfloat16)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if int(value) not in _BY_CODE:
+            raise QDQError(f"{arg}={value!r}: allowed: 1 (FLOAT), 10 (FLOAT16), 16 (BFLOAT16)", op=spec.name, arg=arg)
+        return _BY_CODE[int(value)]
+    try:
+        name = dtypes.get(value).name
+    except QDQError:
+        name = None
+    if name not in FLOATS:
+        raise QDQError(f"{arg}={value!r}: allowed: float32, float16, bfloat16 (or 1, 10, 16)", op=spec.name,
+                       arg=arg) from None
+    return name
+
+
+def storage_name(spec, name, value, allowed) -> str:
+    if value is None or (isinstance(value, (int, str, np.integer)) and value in (0, "")):
+        return ""
+    try:
+        got = storage.get(value).name
+    except QDQError:
+        got = None
+    if got not in allowed:
+        raise QDQError(f"{name}={value!r} is not a quantized type this op takes; allowed: {', '.join(allowed)} "
+                       f"(a NumPy/ml_dtypes dtype or its TensorProto number)", op=spec.name, arg=name)
+    return got
+
+
+def _is_array(a) -> bool:
+    return isinstance(a, (np.ndarray, np.generic))
+
+
+def _scale_array(spec, name, scale, element: str):
+    """The scale as an array of its own type (a Python number: of the op's type), checked against the types
+    ONNX allows."""
+    if not _is_array(scale):
+        try:
+            return np.asarray(scale, dtypes.np_of(element))
+        except (TypeError, ValueError):
+            raise QDQTypeError(f"{name} must be a number or an array of {', '.join(SCALE_DTYPES)}", op=spec.name,
+                               arg=name) from None
+    s = np.asarray(scale)
+    if dtypes.name_of(s.dtype) not in SCALE_DTYPES:
+        raise QDQTypeError(f"{name} has dtype {s.dtype}; allowed: {', '.join(SCALE_DTYPES)}", op=spec.name, arg=name,
+                           reference="ONNX", tf_message=f"Type Error: Type (tensor({s.dtype})) of input parameter "
+                                                        f"({name}) of operator ({spec.name}) in node () is invalid.")
+    return s
+
+
+def _zero_point(t_name, scale):
+    """ONNX's missing zero point: zeros of the storage type, of the scale's shape."""
+    t = storage.get(t_name)
+    zero = t.sign_bit if t.special == storage.FINITE else 0   # float4/float6: -0, which adds nothing, not even to -0
+    return storage.from_codes(np.full(np.shape(scale), zero, t.code_dtype), t.np)
+
+
+def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[str, ...]) -> dict:
+    """ONNX's arguments as bind takes them (see the module's docstring)."""
+    out = dict(kwargs)
+    names = [i.name for i in spec.inputs]
+    scale_name, zp_name = names[1], names[2]
+    given = out.pop("output_dtype", None)
+    precision = out.pop("precision", None)
+    block_size = out.get("block_size", 0)
+    x, scale, zp = out.get("x"), out.get(scale_name), out.get(zp_name)
+    if spec.variant.quantize:
+        if not _is_array(x):
+            raise QDQTypeError("x must be a NumPy array of float32, float16 or bfloat16", op=spec.name, arg="x")
+        element = dtypes.name_of(np.asarray(x).dtype)
+        named = storage_name(spec, "output_dtype", given, quantized)
+        if _is_array(zp) and named and dtypes.name_of(np.asarray(zp).dtype) != named:
+            zt = dtypes.name_of(np.asarray(zp).dtype)
+            raise QDQError(f"output_dtype={named} does not match y_zero_point's type {zt}", op=spec.name,
+                           arg="output_dtype", reference="ONNX", tf_message=f"Mismatched output data-types: "
+                           f"output_dtype={storage.get(named).onnx_code}, zero_point type="
+                           f"{storage.get(zt).onnx_code if zt in storage.TABLE else '?'}")
+        scale = _scale_array(spec, scale_name, scale, element)
+        zp = _zero_point(named or "uint8", scale) if zp is None else zp
+    else:
+        x_type = dtypes.name_of(np.asarray(x).dtype) if _is_array(x) else None
+        scale = _scale_array(spec, scale_name, scale, "float32")
+        s_type = dtypes.name_of(scale.dtype)
+        if given not in (None, 0, ""):   # opset 23: the result's float type
+            element = float_name(spec, given, "output_dtype")
+        elif s_type == "float8_e8m0fnu":
+            raise QDQError(f"output_dtype is required with a float8_e8m0fnu {scale_name}: the result takes the "
+                           f"scale's type otherwise, and float8_e8m0fnu is no result type; allowed: 1 (FLOAT), "
+                           f"10 (FLOAT16), 16 (BFLOAT16)", op=spec.name, arg="output_dtype")
+        else:
+            element = s_type
+        out["output_dtype"] = element
+        if zp is None and x_type is not None:
+            zp = _zero_point(x_type if x_type in dq_types else "uint8", scale)
+    if precision not in (None, 0, ""):   # opset 23: the type x and the scale are divided in
+        p = float_name(spec, precision)
+        out["precision"] = p
+        if p != "float32" and dtypes.name_of(scale.dtype) != p:
+            if spec.variant.dequantize:
+                raise QDQError(f"precision={precision!r} ({p}) is narrower than {scale_name} ({scale.dtype}): the pair's "
+                               f"quotient would take the rounded scale and its dequantization the original; call "
+                               f"QuantizeLinear and DequantizeLinear (or give precision float32, or {scale.dtype})",
+                               op=spec.name, arg="precision")
+            with np.errstate(all="ignore"):   # the reference's y_scale.astype(precision), on the host
+                scale = scale.astype(np.float32).astype(dtypes.np_of(p))
+    s_type = dtypes.name_of(scale.dtype)
+    out["scale_dtype"] = "" if s_type == element else s_type
+    with np.errstate(all="ignore"):   # every scale type embeds in float32 exactly: the program takes that
+        scale = scale.astype(np.float32)
+    out[scale_name], out[zp_name] = scale, zp
+    blocked = isinstance(block_size, (int, np.integer)) and block_size != 0
+    if scale.ndim > 1 and not blocked:
+        raise QDQError(f"{scale_name} has shape {list(scale.shape)}; allowed: a number, or a vector along axis "
+                       f"(or blocks, with block_size > 0)", op=spec.name, arg=scale_name,
+                       reference="ONNX", tf_message="Input 2 must be a vector or a number.")
+    if scale.ndim == 1 and scale.size == 1 and not blocked:
+        out[scale_name] = scale.reshape(())
+        if _is_array(zp) and np.size(zp) == 1:
+            out[zp_name] = np.asarray(zp).reshape(())
+    out["granularity"] = "block" if blocked else "axis" if scale.ndim == 1 and scale.size != 1 else "tensor"
+    if spec.variant.quantize:
+        with np.errstate(invalid="ignore"):
+            tiny = bool(np.any(np.abs(scale.astype(np.float32)) < TINY))
+        if tiny and out.get("tiny_scale") is False:   # a bundle entry's baked program
+            raise QDQError(f"{scale_name} has values below 2^-100 in magnitude; this program was built for scales "
+                           f"above (tiny_scale=False): build it with tiny_scale=True", op=spec.name, arg=scale_name)
+        out["tiny_scale"] = tiny or bool(out.get("tiny_scale", False))
+    axis = out.get("axis", 1)
+    if out["granularity"] != "tensor" and _is_array(x) and isinstance(axis, (int, np.integer)) \
+            and -np.ndim(x) <= axis < 0:
+        out["axis"] = int(axis) + np.ndim(x)
+    return out
