@@ -253,6 +253,15 @@ CASES: dict[str, list[Case]] = {
         Case("tiny_scale", "a subnormal scale (tiny_scale: the exact 2^32-scaled quotient on FTZ targets; the calls "
              "set it from the scale)", {"output_dtype": "uint8", "tiny_scale": True}, {"x": a32(1e-39, 3e-39, -1e-39, 0.0), "y_scale": F32(1e-40),
                                          "y_zero_point": np.array(7, np.uint8)}, "?"),
+        Case("f16_scale", "a float16 scale beside float32 x (opset 23): NumPy promotes, so the quotient is float32's "
+             "(23.992432 / 0.475 = 50.5 ties to 50; onnxruntime divides in float16 and gives 51); the scale crosses "
+             "as float32", {"output_dtype": "int8", "scale_dtype": "float16"},
+             {"x": a32(23.992432, 1.0, -3.3, 60.0), "y_scale": F32(np.float16(0.475)), "y_zero_point": np.array(0, np.int8)},
+             "?", public={"y_scale": np.float16(0.475)}),
+        Case("precision_f16", "precision=FLOAT16 (opset 23): x and the scale rounded to float16 (the scale on the "
+             "host), the quotient too", {"output_dtype": "int8", "precision": "float16", "scale_dtype": "float16"},
+             {"x": a32(12.34567, -7.654321, 30.1, 0.15, 38.1), "y_scale": F32(np.float16(0.3)),
+              "y_zero_point": np.array(0, np.int8)}, "?", public={"y_scale": F32(0.3), "precision": 10}),
     ],
     "DequantizeLinear": [
         Case("int4_axis", "int4 codes sign-extended from the nibble, minus the zero point, times the scale, per axis",
@@ -263,6 +272,15 @@ CASES: dict[str, list[Case]] = {
              "ignored", {"x_dtype": "float8_e4m3fn"},
              {"x": np.array([0x38, 0x7E, 0x7F, 0x80, 0x01, 0xFE], np.uint8).view(ml_dtypes.float8_e4m3fn),
               "x_scale": F32(2), "x_zero_point": np.array(0, ml_dtypes.float8_e4m3fn)}, "?"),
+        Case("int32", "int32 data (a bias): float32(x), ties to even beyond 2^24, times the scale; no zero point",
+             {"x_dtype": "int32"}, {"x": np.array([1, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 24) - 1, 2 ** 31 - 1, -2 ** 31,
+                                                    50331651], np.int32), "x_scale": F32(0.5),
+                                    "x_zero_point": np.array(0, np.int32)}, "?"),
+        Case("e8m0_axis", "float8_e8m0fnu scales (opset 24) per axis, crossing as float32; output_dtype FLOAT",
+             {"x_dtype": "int8", "granularity": "axis", "axis": 1, "scale_dtype": "float8_e8m0fnu"},
+             {"x": np.array([[1, -2, 127], [-128, 3, 0]], np.int8), "x_scale": a32(0.25, 4, 2.0 ** -20),
+              "x_zero_point": np.array([0, 1, -1], np.int8)}, "?x?", vulkan_shape="2x3",
+             public={"x_scale": np.array([0.25, 4, 2.0 ** -20], ml_dtypes.float8_e8m0fnu), "output_dtype": 1}),
     ],
     "QuantizeDequantizeLinear": [
         Case("uint8_blocks", "uint8 in blocks of 2 along axis 1 of 2x5 (a ragged last block): each block's scale "
@@ -335,7 +353,7 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     spec = R.get(op)
     inputs = case.inputs
     public = {k: v for k, v in case.attrs.items() if spec.namespace == "tf" or k in spec.signature}
-    result = getattr(ORACLES[spec.namespace], op)(**{**inputs, **(case.public or {})}, **public)
+    result = getattr(ORACLES[spec.namespace], op)(**{**inputs, **public, **(case.public or {})})
     outs = result if isinstance(result, tuple) else (result,)
     if not spec.inputs_of(R.RANGE):   # per-tensor range results are 0-d in the program (aten returns them as [1])
         outs = tuple(o.reshape(()) if r.layout == R.RANGE else o for o, r in zip(outs, spec.results))
