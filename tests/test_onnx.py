@@ -339,3 +339,36 @@ def test_compiled_16_bit_conversions_exhaustive(target, name):
     with np.errstate(all="ignore"):
         want = x.astype(t.np).view(np.uint16).astype(np.int64)
     assert np.array_equal(y, want), (name, x[y != want][:5], y[y != want][:5], want[y != want][:5])
+
+
+@pytest.mark.parametrize("call, first", [
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.float32(0.5), np.int8(0), opset=o), 10),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.full(2, 0.5, np.float32), np.zeros(2, np.int8), axis=0, opset=o), 13),
+    (lambda o: onnx_oracle.QuantizeLinear(X4.astype(np.float16), np.float16(0.5), np.int8(0), opset=o), 19),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.float32(0.5), np.array(0, ml_dtypes.float8_e5m2), saturate=0,
+                                          opset=o), 19),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.float32(0.5), np.array(0, ml_dtypes.int4), opset=o), 21),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.ones((2, 1), np.float32), np.zeros((2, 1), np.int8), axis=1,
+                                          block_size=2, opset=o), 21),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.float16(0.5), np.int8(0), opset=o), 23),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.float32(0.5), np.int8(0), precision=1, opset=o), 23),
+    (lambda o: onnx_oracle.DequantizeLinear(np.int8([1, 2]), np.float32(0.5), output_dtype=10, opset=o), 23),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.array(0.5, ml_dtypes.float8_e8m0fnu), np.int8(0), opset=o), 24),
+    (lambda o: onnx_oracle.DequantizeLinear(np.zeros(2, ml_dtypes.uint2), np.float32(0.5), opset=o), 25),
+    (lambda o: onnx_oracle.QuantizeLinear(X4, np.float32(0.5), np.array(0, ml_dtypes.float6_e2m3fn), opset=o), 28),
+])
+def test_opset_refuses_what_a_model_of_that_opset_cannot_hold(call, first):
+    """opset= (ours): a type or attribute newer than the model's opset is refused in ONNX's words; from the opset
+    that brought it, the same answer (the numerics do not change between opsets)."""
+    want = call(None)
+    assert np.array_equal(storage.to_codes(call(first)) if want.dtype.name in storage.TABLE else call(first),
+                          storage.to_codes(want) if want.dtype.name in storage.TABLE else want)
+    if first > 10:
+        with pytest.raises(QDQError, match=f"needs opset {first} or later; opset={first - 1}") as e:
+            call(first - 1)
+        assert "ONNX: " in str(e.value)
+    with pytest.raises(QDQError, match="allowed: 10..28"):
+        call(29)
+
+
+X4 = np.array([[0.3, -1.7], [2.5, 300.0]], np.float32)

@@ -370,11 +370,12 @@ _Q_INPUTS = (data("x"), fixed("y_scale", "scale", "attr:scale_dtype", RANGE, 0.1
 _DQ_INPUTS = (fixed("x", "data", "attr:x_dtype", DATA, 0), fixed("x_scale", "scale", "attr:scale_dtype", RANGE, 0.1,
                                                                   _WIDE),
               fixed("x_zero_point", "zero_point", "attr:x_dtype", RANGE, 0))
-_Q_SIGNATURE = ("x", "y_scale", "y_zero_point", "axis", "block_size", "output_dtype", "saturate", "precision")
+# opset (ours, not ONNX's): what a model of that opset may hold is checked (ops/onnx_qdq_args.py: SINCE)
+_Q_SIGNATURE = ("x", "y_scale", "y_zero_point", "axis", "block_size", "output_dtype", "saturate", "precision", "opset")
 
 
 _DEFAULTS = (("y_zero_point", None), ("x_zero_point", None), ("axis", 1), ("block_size", 0), ("output_dtype", None),
-             ("saturate", 1), ("precision", None))
+             ("saturate", 1), ("precision", None), ("opset", None))
 
 
 def _spec(name, inputs, attrs, results, variant, doc, signature):
@@ -392,7 +393,7 @@ SPECS = (
           (result("y"),), Variant(quantize=False, dequantize=True),
           "y = (x - x_zero_point) * x_scale in output_dtype, by default the scale's type (float8 and float4: "
           "x * x_scale).",
-          ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype")),
+          ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype", "opset")),
     _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY,
                                                  TINY_SCALE, SCALE_DTYPE, PRECISION), (result("y"),),
           Variant(dequantize=True),

@@ -78,9 +78,56 @@ def _zero_point(t_name, scale):
     return storage.from_codes(np.full(np.shape(scale), zero, t.code_dtype), t.np)
 
 
+# The opset from which ONNX's QuantizeLinear/DequantizeLinear take each type and attribute (onnx 1.23's schemas:
+# 10, 13, 19, 21, 23, 24, 25, 28; the numerics are the same in every one, only what they take grows).
+OPSETS = (10, 28)
+SINCE = {"int8": 10, "uint8": 10, "int32": 10, "axis": 13, "float8_e4m3fn": 19, "float8_e4m3fnuz": 19,
+         "float8_e5m2": 19, "float8_e5m2fnuz": 19, "saturate": 19, "float16": 19, "bfloat16": 19,
+         "int16": 21, "uint16": 21, "int4": 21, "uint4": 21, "block_size": 21, "output_dtype": 21,
+         "float4_e2m1fn": 23, "precision": 23, "scale of another type": 23, "float8_e8m0fnu": 24,
+         "int2": 25, "uint2": 25, "float6_e2m3fn": 28, "float6_e3m2fn": 28}
+
+
+def _onnx_type(name: str) -> str:
+    return "float" if name == "float32" else storage.get(name).onnx.lower()
+
+
+def check_opset(spec, opset, facts, names, element: str, storage_type: str, scale_type: str) -> None:
+    """What a model of ``opset`` may hold, in ONNX's words: a type or an attribute newer than the opset is refused
+    (the numerics do not change between opsets)."""
+    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)) or not OPSETS[0] <= opset <= OPSETS[1]:
+        raise QDQError(f"opset={opset!r}: allowed: {OPSETS[0]}..{OPSETS[1]} (onnx 1.23's opsets for {spec.name})",
+                       op=spec.name, arg="opset")
+    x_name, scale_name, zp_name = names
+    q = spec.variant.quantize
+    used = [(storage_type, zp_name if q else x_name), (element, x_name if q else scale_name), (scale_type, scale_name)]
+    attrs = [a for a in ("block_size", "precision") if facts.get(a) not in (None, 0, "")]
+    attrs += ["saturate"] if facts.get("saturate") == 0 else []
+    attrs += ["axis"] if facts.get("granularity") != "tensor" else []
+    attrs += ["output_dtype"] if (facts.get("output_dtype_given") if q else facts["output_dtype"] != scale_type) \
+        else []
+    for a in attrs:
+        since = 23 if a == "output_dtype" and not q else SINCE[a]   # DequantizeLinear's output_dtype: opset 23
+        if opset < since:
+            raise QDQError(f"attribute {a} needs opset {since} or later; opset={opset}", op=spec.name,
+                           arg="opset", reference="ONNX", tf_message=f"Unrecognized attribute: {a} for operator "
+                                                                     f"{spec.name}")
+    for what, where in used:
+        if opset < SINCE.get(what, 10):
+            raise QDQError(f"{what} ({where}) needs opset {SINCE[what]} or later; opset={opset}", op=spec.name,
+                           arg="opset", reference="ONNX", tf_message=f"Type Error: Type (tensor({_onnx_type(what)})) "
+                           f"of input parameter ({where}) of operator ({spec.name}) in node () is invalid.")
+    if q and scale_type != element and opset < SINCE["scale of another type"]:
+        raise QDQError(f"{scale_name} of type {scale_type} beside x of type {element} needs opset 23 or later; "
+                       f"opset={opset}", op=spec.name, arg="opset", reference="ONNX",
+                       tf_message=f"Type parameter (T1) of Optype ({spec.name}) bound to different types "
+                                  f"(tensor({_onnx_type(element)}) and tensor({_onnx_type(scale_type)}) in node ().")
+
+
 def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[str, ...]) -> dict:
     """ONNX's arguments as bind takes them (see the module's docstring)."""
     out = dict(kwargs)
+    opset = out.pop("opset", None)
     names = [i.name for i in spec.inputs]
     scale_name, zp_name = names[1], names[2]
     given = out.pop("output_dtype", None)
@@ -92,6 +139,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
             raise QDQTypeError("x must be a NumPy array of float32, float16 or bfloat16", op=spec.name, arg="x")
         element = dtypes.name_of(np.asarray(x).dtype)
         named = storage_name(spec, "output_dtype", given, quantized)
+        out["_output_dtype_given"] = bool(named)
         if _is_array(zp) and named and dtypes.name_of(np.asarray(zp).dtype) != named:
             zt = dtypes.name_of(np.asarray(zp).dtype)
             raise QDQError(f"output_dtype={named} does not match y_zero_point's type {zt}", op=spec.name,
@@ -128,6 +176,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
                 scale = scale.astype(np.float32).astype(dtypes.np_of(p))
     s_type = dtypes.name_of(scale.dtype)
     out["scale_dtype"] = "" if s_type == element else s_type
+    given_output = out.pop("_output_dtype_given", False)
     with np.errstate(all="ignore"):   # every scale type embeds in float32 exactly: the program takes that
         scale = scale.astype(np.float32)
     out[scale_name], out[zp_name] = scale, zp
@@ -152,4 +201,10 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
     if out["granularity"] != "tensor" and _is_array(x) and isinstance(axis, (int, np.integer)) \
             and -np.ndim(x) <= axis < 0:
         out["axis"] = int(axis) + np.ndim(x)
+    if opset is not None:
+        x_type = dtypes.name_of(np.asarray(x).dtype) if _is_array(x) else ""
+        t_name = (dtypes.name_of(np.asarray(zp).dtype) if _is_array(zp) else "uint8") if spec.variant.quantize \
+            else x_type
+        check_opset(spec, opset, {**out, "output_dtype_given": given_output, "saturate": kwargs.get("saturate"),
+                                  "precision": kwargs.get("precision")}, names, element, t_name, s_type)
     return out

@@ -12,7 +12,7 @@ from ..opfuncs import onnx_arguments
 
 @onnx_arguments
 def QuantizeLinear(x, y_scale, y_zero_point=None, *, axis=1, block_size=0, output_dtype=None, saturate=1,
-                   precision=None, semantics='onnx'):
+                   precision=None, opset=None, semantics='onnx'):
     """y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest
     value, saturate=1 clipping). Returns y.
 
@@ -22,7 +22,7 @@ def QuantizeLinear(x, y_scale, y_zero_point=None, *, axis=1, block_size=0, outpu
 
 
 @onnx_arguments
-def DequantizeLinear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=None,
+def DequantizeLinear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=None, opset=None,
                      semantics='onnx'):
     """y = (x - x_zero_point) * x_scale in output_dtype, by default the scale's type (float8 and float4: x *
     x_scale). Returns y.
@@ -34,7 +34,7 @@ def DequantizeLinear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, out
 
 @onnx_arguments
 def QuantizeDequantizeLinear(x, y_scale, y_zero_point=None, *, axis=1, block_size=0, output_dtype=None,
-                             saturate=1, precision=None, semantics='onnx'):
+                             saturate=1, precision=None, opset=None, semantics='onnx'):
     """DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair
     computes. Returns y.
 
