@@ -139,7 +139,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
             raise QDQTypeError("x must be a NumPy array of float32, float16 or bfloat16", op=spec.name, arg="x")
         element = dtypes.name_of(np.asarray(x).dtype)
         named = storage_name(spec, "output_dtype", given, quantized)
-        out["_output_dtype_given"] = bool(named)
+        given_output = bool(named)
         if _is_array(zp) and named and dtypes.name_of(np.asarray(zp).dtype) != named:
             zt = dtypes.name_of(np.asarray(zp).dtype)
             raise QDQError(f"output_dtype={named} does not match y_zero_point's type {zt}", op=spec.name,
@@ -149,6 +149,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
         scale = _scale_array(spec, scale_name, scale, element)
         zp = _zero_point(named or "uint8", scale) if zp is None else zp
     else:
+        given_output = False   # (DequantizeLinear's output_dtype is its element type, checked as such)
         x_type = dtypes.name_of(np.asarray(x).dtype) if _is_array(x) else None
         scale = _scale_array(spec, scale_name, scale, "float32")
         s_type = dtypes.name_of(scale.dtype)
@@ -176,7 +177,6 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
                 scale = scale.astype(np.float32).astype(dtypes.np_of(p))
     s_type = dtypes.name_of(scale.dtype)
     out["scale_dtype"] = "" if s_type == element else s_type
-    given_output = out.pop("_output_dtype_given", False)
     with np.errstate(all="ignore"):   # every scale type embeds in float32 exactly: the program takes that
         scale = scale.astype(np.float32)
     out[scale_name], out[zp_name] = scale, zp
@@ -192,7 +192,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
     out["granularity"] = "block" if blocked else "axis" if scale.ndim == 1 and scale.size != 1 else "tensor"
     if spec.variant.quantize:
         with np.errstate(invalid="ignore"):
-            tiny = bool(np.any(np.abs(scale.astype(np.float32)) < TINY))
+            tiny = bool(np.any(np.abs(scale) < TINY))
         if tiny and out.get("tiny_scale") is False:   # a bundle entry's baked program
             raise QDQError(f"{scale_name} has values below 2^-100 in magnitude; this program was built for scales "
                            f"above (tiny_scale=False): build it with tiny_scale=True", op=spec.name, arg=scale_name)
