@@ -110,6 +110,12 @@ MUTATIONS = [
              ("e2e/cpu/QuantizeLinear.test", "emit/onnx_storage.test", "emit/narrow_types.test",
               "e2e/cpu/float16.test"),
              (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.add %y_1, %y_halfm1 :")),
+    # ONNX's QuantizeLinear to an integer type rounds by adding 1.5 * 2^23: 2^23 alone leaves a negative
+    # quotient's halves unrounded (-2.5 + 2^23 is a float32 with a half)
+    Mutation("onnx_int_round_magic", "onnx_qdq.mlir.j2",
+             r"\{% set magic = 1\.5 \* 2\.0 \*\* 23 %\}", "{% set magic = 2.0 ** 23 %}", 1,
+             ("e2e/cpu/QuantizeLinear.test",),
+             (["QuantizeLinear", "--attr", "output_dtype=int4"], "%magic_s = stablehlo.constant dense<0x4B000000>")),
 ]
 
 
