@@ -55,9 +55,9 @@ import numpy as np
 from . import cpu_devices, device_sessions
 from .cpu_devices import (CPU_DRIVERS, POOL_BYTES, TASK_MAX_BYTES, TASK_THRESHOLD_BYTES, config_for,  # noqa: F401
                           device_for, pooled_empty, result_storage, task_max_bytes, task_threshold, trim)
-from .host_memory import (_ETYPES, DEFAULT_IMPORT_ALIGNMENT, ZERO_COPY_MIN_BYTES, Constant, _aligned_empty,
-                          _as_host_array, _check_out, _constants, _copy_into, _dtype_of, _element_type, _result,
-                          _view_of)
+from .host_memory import (_ETYPES, DEFAULT_IMPORT_ALIGNMENT, RESOURCE_ALIGNMENT_16, ZERO_COPY_MIN_BYTES, Constant,
+                          _aligned_empty, _as_host_array, _check_out, _constants, _copy_into, _dtype_of, _element_type,
+                          _result, _view_of)
 from .host_memory import _Keep, empty_aligned  # noqa: F401  (re-exported: runtime.empty_aligned is public)
 
 _lock = threading.RLock()
@@ -80,10 +80,11 @@ def import_alignment(backend: str, flags: Sequence[str]) -> int:
     llvm-cpu for ``x86-64-v2`` is SSE code: no SSE instruction needs more than 16 bytes (``movaps`` and
     folded memory operands need exactly 16), and NumPy's allocator returns 16-byte aligned memory, so
     ordinary arrays are imported as they are, unless features are added (tf-xla's +fma implies AVX). vmvx
-    reads elements one at a time. Anything else (AVX:
-    32, AVX-512: 64) gets IREE's contract of 64 bytes; arrays short of it are copied to aligned memory.
+    reads elements one at a time. Code compiled with ``RESOURCE_ALIGNMENT_16`` (the ``cpu`` target at
+    x86-64-v3) assumes 16 bytes. Anything else (AVX: 32, AVX-512: 64) gets IREE's contract of 64 bytes;
+    arrays short of it are copied to aligned memory.
     """
-    if backend == "vmvx":
+    if backend == "vmvx" or (backend == "llvm-cpu" and RESOURCE_ALIGNMENT_16 in flags):
         return 16
     if backend == "llvm-cpu":
         cpu = [f.split("=", 1)[1] for f in flags if f.startswith("--iree-llvmcpu-target-cpu=")]

@@ -26,6 +26,7 @@ import numpy as _np
 from .. import dtypes as _dtypes
 from ..errors import QDQError, TargetUnavailableError
 from . import conflicts
+from .cpu import host_level, level_flags
 
 COMMON_FLAGS = ("--iree-input-type=stablehlo", "--iree-input-demote-f64-to-f32=false")
 
@@ -314,12 +315,15 @@ _LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FL
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
+    # This host's level (targets/cpu.py host_level): x86-64-v3 (AVX2) without FMA where the CPU has it, else
+    # x86-64-v2 (SSE4.2); the same bits. A bundle's cpu artifacts are portable x86-64-v2 unless asked.
     Target("cpu", "llvm-cpu", "local-sync",
-           (_CPU_TRIPLE, "--iree-llvmcpu-target-cpu=x86-64-v2",
+           (_CPU_TRIPLE, *level_flags(host_level()),
             # Peel the vector remainder: with dynamic shapes the default masks every load and store
             # into scalar inserts (FakeQuantArgs at 2^24: 2.2x a copy -> about 1.2x).
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
-           "llvm-cpu for portable x86-64-v2 (SSE4.2; FMA only where tf-xla fuses): bit-exact", quirks=_LLVM_CPU_QUIRKS,
+           f"llvm-cpu for this host's x86-64 level, {host_level()} (no FMA but where tf-xla fuses): bit-exact",
+           quirks=_LLVM_CPU_QUIRKS,
            tunings=_LLVM_CPU_TUNINGS, caller_storage=True,
            # tf-xla's FMAs on the host's unit (IREE's CPU threads run with FTZ/DAZ, as XLA's): the same bits
            # as the emulation, several times faster. Only programs that round multiply-adds once get +fma:
