@@ -110,6 +110,11 @@ MUTATIONS = [
              ("e2e/cpu/QuantizeLinear.test", "emit/onnx_storage.test", "emit/narrow_types.test",
               "e2e/cpu/float16.test"),
              (["QuantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.add %y_1, %y_halfm1 :")),
+    # the float8 Q/DQ pair's one-pass rounding to the grid (round_float): ties rounded up
+    Mutation("round_float_ties_up", "storage.mlir.j2",
+             r"stablehlo\.add %\{\{ p \}\}_halfm1, %\{\{ p \}\}_lsb", "stablehlo.add %{{ p }}_halfm1, %{{ p }}_1", 1,
+             ("e2e/cpu/QuantizeDequantizeLinear.test",),
+             (["QuantizeDequantizeLinear", "--attr", "output_dtype=float8_e4m3fn"], "stablehlo.add %rq_halfm1, %rq_1 :")),
     # ONNX's QuantizeLinear to an integer type rounds by adding 1.5 * 2^23: 2^23 alone leaves a negative
     # quotient's halves unrounded (-2.5 + 2^23 is a float32 with a half)
     Mutation("onnx_int_round_magic", "onnx_qdq.mlir.j2",

@@ -288,6 +288,12 @@ CASES: dict[str, list[Case]] = {
              {"x": np.array([[0.3, -1.2, 2.5, 7.0, -0.26], [1.0, 1.5, -3.0, 0.75, 100]], F32),
               "y_scale": np.array([[0.5, 0.25, 0.1], [1.0, 0.5, 2.0]], F32),
               "y_zero_point": np.array([[3, 128, 0], [0, 10, 250]], np.uint8)}, "?x?", vulkan_shape="2x5"),
+        Case("f8_ties", "float8_e4m3fn, scale 1, no saturation, rounded to the grid in one pass (round_float): ties "
+             "to even (1.0625 -> 1, 1.1875 -> 1.25, 464 -> 448, 3 * 2^-10 -> 2^-8 among the subnormals), 500 beyond "
+             "the largest gives NaN; -0, NaN, -3",
+             {"output_dtype": "float8_e4m3fn", "saturate": 0},
+             {"x": a32(1.0625, 1.1875, 464, 500, -0.0, np.nan, 2 ** -10, 3 * 2 ** -10, -3), "y_scale": F32(1),
+              "y_zero_point": np.array(0, ml_dtypes.float8_e4m3fn)}, "?"),
     ],
     "FakeQuantWithMinMaxVarsPerChannelGradient": [
         Case("per_channel_sums", "per-channel mask and below/above sums over the leading dims; a subnormal "
