@@ -61,12 +61,17 @@ def host_level() -> str:
         return forced
     if not is_x86_64():
         return PORTABLE_CPU
+    have = _proc_cpuinfo_flags()
+    return WIDE_CPU if all(f in have for f in _V3_PROC_FLAGS) else PORTABLE_CPU
+
+
+def _proc_cpuinfo_flags() -> set[str]:
+    """The first CPU's flags in /proc/cpuinfo (an empty set where there is none)."""
     try:
         m = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
     except OSError:
         m = None
-    have = set(m.group(1).split()) if m else set()
-    return WIDE_CPU if all(f in have for f in _V3_PROC_FLAGS) else PORTABLE_CPU
+    return set(m.group(1).split()) if m else set()
 
 
 @dataclass(frozen=True)
@@ -215,13 +220,8 @@ def detect_host_cpu_features() -> tuple[frozenset[str], frozenset[str]]:
                 known.add(parts[0])
                 if parts[1] == "1":
                     have.add(parts[0])
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        text = ""
-    m = re.search(r"^flags\s*:(.*)$", text, re.M)
-    if m:
-        flags = set(m.group(1).split())
+    flags = _proc_cpuinfo_flags()
+    if flags:
         for llvm, proc in _PROC_FLAGS.items():
             if llvm in known:
                 continue
