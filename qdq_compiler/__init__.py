@@ -1,6 +1,7 @@
 """qdq_compiler: fake-quantization ops compiled ahead of time with IREE, bit-exact with their frameworks: TF's raw
 ops (``raw_ops``), PyTorch's aten ops (``aten``) and ONNX's QuantizeLinear/DequantizeLinear (``onnx_ops``), into and
-out of every storage type of ``storage`` (int2 to int16, float8, float6, float4)."""
+out of every storage type of ``storage`` (int2 to int16, float8, float6, float4), and the block-scaled OCP MX formats
+(``mx``)."""
 from __future__ import annotations
 
 from .errors import BundleError, CompileError, QDQError, QDQTypeError, QDQWarning, TargetUnavailableError
@@ -9,6 +10,7 @@ from . import oracle
 from . import raw_ops
 from . import aten
 from . import onnx_ops
+from . import mx
 from . import storage
 from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gradient,
                   fake_quant_with_min_max_args_vjp, fake_quant_with_min_max_vars,
@@ -20,7 +22,7 @@ from .api import (fake_quant_with_min_max_args, fake_quant_with_min_max_args_gra
 from .version import __version__  # noqa: E402  (a leaf module: jobs read it there)
 
 __all__ = ["QDQError", "QDQTypeError", "QDQWarning", "CompileError", "TargetUnavailableError", "BundleError",
-           "ops", "oracle", "raw_ops", "aten", "onnx_ops", "storage", "load_bundle", "__version__",
+           "ops", "oracle", "raw_ops", "aten", "onnx_ops", "mx", "storage", "load_bundle", "__version__",
            "quantize_and_dequantize", "quantize_and_dequantize_v2", "quantize_and_dequantize_vjp",
            "quantize_and_dequantize_v2_vjp", "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",
            "fake_quant_with_min_max_args_vjp", "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_gradient",

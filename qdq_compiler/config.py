@@ -259,12 +259,3 @@ def _columns_tuning(dims: tuple[int, ...], split: bool) -> str:
 def layout_of(spec: ops.OpSpec, attrs) -> str:
     """The layout a call of ``spec`` with ``attrs`` runs in (per-tensor calls are always FLAT)."""
     return spec.family.layout(spec, attrs)
-
-
-def sample_shape(layout: str, size: int) -> tuple[int, ...]:
-    """A data shape of about ``size`` elements in ``layout`` (8 channels last; 4 channels between 10s)."""
-    if layout == ops.LAST:
-        return (max(size // 8, 1), 8)
-    if layout == ops.AXIS:
-        return (max(size // 40, 1), 4, 10)
-    return (size,)

@@ -232,12 +232,17 @@ class RenderContext:
         return "param" if layout == ops.RANGE and self.axis is not None else "scalar"
 
     def kind_rank(self, kind: str) -> int:
-        return {"data": self.rank, "blocks": self.rank, "param": 1, "scalar": 0}[kind]
+        return {"data": self.rank, "blocks": self.rank, "split": self.rank + 1, "param": 1, "scalar": 0}[kind]
 
     def typed(self, kind: str, etype: str) -> str:
         """The tensor type of a value of ``kind`` with element type ``etype``."""
         if kind == "data":
             return self.tensor_type(etype)
+        if kind == "split":    # the data (padded to whole blocks), its channel dimension as [blocks, block_size]
+            size = self.spec.family.block_size(self.spec, self.attrs)
+            dims = [(-(-d // size) if d is not None else None, size) if i == self.axis else (d,)
+                    for i, d in enumerate(self.dims)]
+            return "tensor<" + "".join(_dim(d) + "x" for group in dims for d in group) + etype + ">"
         if kind == "blocks":   # the data's dims, the channel's holding ceil(C / block_size) blocks
             size = self.spec.family.block_size(self.spec, self.attrs)
             dims = [d if i != self.axis or d is None else -(-d // size) for i, d in enumerate(self.dims)]

@@ -81,8 +81,10 @@ def aten_arguments(fn):
     return checked
 
 
-# ONNX's ops take their inputs positionally (or by ONNX's names) and their attributes by name: the same check.
+# ONNX's ops take their inputs positionally (or by ONNX's names) and their attributes by name: the same check;
+# so do the MX functions (x and the element format positionally, the rest by name).
 onnx_arguments = aten_arguments
+mx_arguments = aten_arguments
 
 _execute_run = None
 

@@ -57,12 +57,19 @@ ORT_CPU = Semantics(
     "NaN gives the type's minimum) and a float8 conversion without saturation that departs from round-to-nearest "
     "in one window (e4m3fn [480, 496): 448; e5m2 [61440, 65536): NaN); float32 and float16 only, no float4/float6.")
 
-SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE, ORT_CPU)}
+TORCHAO = Semantics(
+    "torchao", "mx", "torchao 0.18.0 MX reference (PyTorch 2.13 CPU, eager)", "mx",
+    "torchao 0.18.0's MX formats as its eager PyTorch code computes them on the CPU (to_mx, then to_dtype): the "
+    "E8M0 scale from the bits of the block's float32 amax (floor, ceil, even) or from float32 log2(amax / max) "
+    "(rceil), byte 0 divided as 2^-126 (rceil: multiplied by 1) but dequantized as 2^-127, an infinity's block "
+    "scaled finite; float32 arithmetic, subnormals kept (ops/mx_numerics.py lists where it departs from OCP v1.0).")
+
+SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE, ORT_CPU, TORCHAO)}
 DEFAULT = TF_CPU.name
 
 # Each op namespace: the framework whose words errors quote, and the semantics a call gets unless told.
-FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch", "onnx": "ONNX"}
-NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name, "onnx": ONNX_REFERENCE.name}
+FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch", "onnx": "ONNX", "mx": "torchao"}
+NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name, "onnx": ONNX_REFERENCE.name, "mx": TORCHAO.name}
 
 
 def framework(namespace: str) -> str:

@@ -176,7 +176,8 @@ def test_a_selection_with_no_configuration_is_an_error_naming_what_the_ops_take(
 def test_cuda_compiles_one_configuration_of_every_kind():
     """No GPU here: CUDA is compiled for one configuration of each family x dtype class (float32, float64,
     16-bit) x semantics, chosen so that across each family every shape kind (dynamic, static), reduction
-    (or none) and layout (per-tensor, per-axis) the matrix has is compiled at least once: 17 of the 230.
+    (or none) and layout (per-tensor, per-axis) the matrix has is compiled at least once (a second where one
+    group cannot hold them all: MX's static and dynamic).
     The whole sweep is one command away: qdqc validate --targets cuda --semantics tf-cpu,tf-xla
     (compile-only here; all 230 ran exact on an H200, benchmarks/results/validate_cuda_h200.md)."""
     width = {"float16": "16-bit", "bfloat16": "16-bit"}
@@ -195,12 +196,16 @@ def test_cuda_compiles_one_configuration_of_every_kind():
     wanted = {(ops.get(e.op).family.name, t) for e in V.build_matrix(None, None, every)
               for t in [("static", e.static), ("reduces", ops.get(e.op).family.reduces(ops.get(e.op), e.attr)),
                         ("per-axis", e.attr.get("axis", -1) != -1)]}
+    for family, trait in sorted(wanted - seen):   # a family with one group (MX: one dtype, one semantics): a second
+        e, traits = next(c for (f, _, _), cands in groups.items() if f == family for c in cands if trait in c[1])
+        seen |= {(family, t) for t in traits}
+        entries.append(e)
     assert seen == wanted, sorted(wanted - seen)
     assert {ops.get(e.op).family.name for e in entries} == {f.name for f in ops.FAMILIES}
     work = [config_for_entry(e, "cuda", _shape_for(e, 4096) if e.static else None) for e in entries]
     with ThreadPoolExecutor(max_workers=2) as pool:
         arts = list(pool.map(artifact_for, work))
-    assert len(arts) == len(entries) == len(groups)
+    assert len(arts) == len(entries) >= len(groups)
     assert all(a.vmfb[:16] and len(a.vmfb) > 1000 for a in arts)
 
 

@@ -31,7 +31,8 @@ PKG = ROOT / "qdq_compiler"
 # (namespace, kind) -> the file, its title line, and how its functions take their arguments
 FILES = {("tf", "compiled"): PKG / "raw_ops.py", ("tf", "oracle"): PKG / "oracle" / "raw_ops.py",
          ("aten", "compiled"): PKG / "aten.py", ("aten", "oracle"): PKG / "oracle" / "aten.py",
-         ("onnx", "compiled"): PKG / "onnx_ops.py", ("onnx", "oracle"): PKG / "oracle" / "onnx_ops.py"}
+         ("onnx", "compiled"): PKG / "onnx_ops.py", ("onnx", "oracle"): PKG / "oracle" / "onnx_ops.py",
+         ("mx", "compiled"): PKG / "mx.py", ("mx", "oracle"): PKG / "oracle" / "mx.py"}
 TITLES = {("tf", "compiled"): "``qdq_compiler.raw_ops``: the compiled ops, named and called like ``tf.raw_ops``, plus "
                               "``target=`` and ``semantics=``.",
           ("tf", "oracle"): "``qdq_compiler.oracle.raw_ops``: the NumPy reference, one function per op, named and "
@@ -45,8 +46,13 @@ TITLES = {("tf", "compiled"): "``qdq_compiler.raw_ops``: the compiled ops, named
                                 "one program), compiled, with ONNX's input and attribute names, NumPy and ml_dtypes "
                                 "arrays in and out, plus ``target=`` and ``semantics=``.",
           ("onnx", "oracle"): "``qdq_compiler.oracle.onnx_ops``: the NumPy reference of ONNX's QuantizeLinear and "
-                              "DequantizeLinear, with ONNX's names, plus ``semantics=``."}
-DECORATOR = {"tf": "tf_arguments", "aten": "aten_arguments", "onnx": "onnx_arguments"}
+                              "DequantizeLinear, with ONNX's names, plus ``semantics=``.",
+          ("mx", "compiled"): "``qdq_compiler.mx``: block-scaled formats (OCP MX), compiled: x and the element format "
+                              "positionally, the block size, axis and scale rule by name, NumPy arrays in and out, plus "
+                              "``target=`` and ``semantics=``.",
+          ("mx", "oracle"): "``qdq_compiler.oracle.mx``: the NumPy reference of the block-scaled formats, called as "
+                            "``qdq_compiler.mx``, plus ``semantics=``."}
+DECORATOR = {"tf": "tf_arguments", "aten": "aten_arguments", "onnx": "onnx_arguments", "mx": "mx_arguments"}
 
 
 def _header(namespace: str, kind: str) -> str:
@@ -83,10 +89,14 @@ def _function(spec, kind: str) -> str:
         inputs = [_aten_param(spec, n) for n in spec.signature if n in spec.input_names]
         attrs = [_aten_param(spec, n) for n in spec.signature if n not in spec.input_names]
         head = "def " + spec.name + "(" + ", ".join(inputs) + ", *, " + ", ".join(attrs + extra) + "):"
+    elif spec.namespace == "mx":   # MX: the arguments without a default positionally, the rest by name
+        fixed = [n for n in spec.signature if n not in spec.signature_defaults]
+        named = [_aten_param(spec, n) for n in spec.signature if n in spec.signature_defaults]
+        head = "def " + spec.function_name + "(" + ", ".join(fixed) + ", *, " + ", ".join(named + extra) + "):"
     else:   # aten: the schema's positional order (derived attributes such as zero_point_dtype are not arguments)
         params = [n if n in spec.input_names else _aten_param(spec, n) for n in spec.signature]
         head = "def " + spec.name + "(" + ", ".join(params) + ", *, " + ", ".join(extra) + "):"
-    head = _wrap(head, 110, len(spec.name) + 5)
+    head = _wrap(head, 110, len(spec.function_name) + 5)
     paragraphs = [textwrap.fill(p, 106, break_long_words=False, break_on_hyphens=False)
                   for p in _doc(spec, kind).split("\n\n")]
     doc = textwrap.indent('"""' + "\n\n".join(paragraphs) + '\n"""', "    ")

@@ -31,10 +31,11 @@ import ml_dtypes
 from qdq_compiler import ops as R
 from qdq_compiler import storage
 from qdq_compiler.oracle import aten as oracle_aten
+from qdq_compiler.oracle import mx as oracle_mx
 from qdq_compiler.oracle import onnx_ops as oracle_onnx
 from qdq_compiler.oracle import raw_ops as oracle
 
-ORACLES = {"tf": oracle, "aten": oracle_aten, "onnx": oracle_onnx}   # each op namespace's oracle functions
+ORACLES = {"tf": oracle, "aten": oracle_aten, "onnx": oracle_onnx, "mx": oracle_mx}   # each namespace's oracle
 
 E2E_DIR = Path(__file__).resolve().parent.parent / "e2e"
 TARGETS = ("cpu", "vmvx", "vulkan")
@@ -282,6 +283,30 @@ CASES: dict[str, list[Case]] = {
               "x_zero_point": np.array([0, 1, -1], np.int8)}, "?x?", vulkan_shape="2x3",
              public={"x_scale": np.array([0.25, 4, 2.0 ** -20], ml_dtypes.float8_e8m0fnu), "output_dtype": 1}),
     ],
+    # The block-scaled formats (semantics torchao): oracle.mx's answers, torchao 0.18.0's bits.
+    "MXFakeQuantize": [
+        Case("e4m3_floor", "MXFP8 E4M3, OCP's floor, blocks of 32 along the last axis: row 0's amax 480 gives "
+             "byte 127 (2^0) and clamps to 448, 1.0625 ties to 1; row 1 below 2^-126 (byte 0): divided by 2^-126, "
+             "multiplied back by 2^-127 (torchao: half its value), subnormal x and results built from their bits",
+             {"elem": "mxfp8_e4m3", "scale_rule": "floor", "axis": 1},
+             {"x": np.concatenate([a32(480, -160, 72, 1.0625, -0.0, 3, -7.25, 0.0046875, *np.linspace(-9, 9, 24)),
+                                   a32(3e-39, -1e-39, 5e-40, 1e-45, -0.0, *np.linspace(-2e-39, 2e-39, 27))]
+                                  ).reshape(2, 32)}, "?x?"),
+        Case("e2m1_rceil_inf", "MXFP4, RCEIL: row 0's amax 7 gives d = 7/6, byte 128 (2^1): 7 -> 8, 5 -> 4, 1.5 "
+             "-> 2 (ties to even); row 1 holds +inf: byte 254, x * 2^-127 (as 2^-64 * 2^-63, exact), inf saturates "
+             "to 6 and comes back inf, 2^127 as itself, 3e38 as 2 * 2^127 = inf, the rest as zeros",
+             {"elem": "mxfp4_e2m1", "scale_rule": "rceil", "axis": 1},
+             {"x": np.concatenate([a32(7, 5, -3, 1.5, 0.75, -0.0, *np.linspace(-6, 6, 26)),
+                                   a32(np.inf, 2.0 ** 127, -2.0 ** 126, 3.0e38, 1, -0.0, *np.linspace(-1, 1, 26))]
+                                  ).reshape(2, 32)}, "?x?"),
+        Case("e3m2_even_ragged_middle", "MXFP6 E3M2, even, blocks of 32 along the middle axis of 1x36x2 (a block of "
+             "4 at the end, its own scale): amax 30 rounds to 32 (a carry: byte 128); a NaN makes its block NaN",
+             {"elem": "mxfp6_e3m2", "scale_rule": "even", "axis": 1, "ragged": True},
+             {"x": np.stack([np.concatenate([a32(30, -29, 0.3, 1e-3), np.linspace(-20, 20, 28, dtype=F32),
+                                             a32(0.5, -0.25, 1.75, 0.1)]),
+                             np.concatenate([a32(1, 2, 3, 4), np.linspace(-1, 1, 28, dtype=F32),
+                                             a32(0.5, np.nan, 1.75, 0.1)])], axis=1)[None]}, "?x?x?"),
+    ],
     "QuantizeDequantizeLinear": [
         Case("uint8_blocks", "uint8 in blocks of 2 along axis 1 of 2x5 (a ragged last block): each block's scale "
              "and zero point", {"output_dtype": "uint8", "granularity": "block", "block_size": 2, "axis": 1},
@@ -359,7 +384,7 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     spec = R.get(op)
     inputs = case.inputs
     public = {k: v for k, v in case.attrs.items() if spec.namespace == "tf" or k in spec.signature}
-    result = getattr(ORACLES[spec.namespace], op)(**{**inputs, **public, **(case.public or {})})
+    result = getattr(ORACLES[spec.namespace], spec.function_name)(**{**inputs, **public, **(case.public or {})})
     outs = result if isinstance(result, tuple) else (result,)
     if not spec.inputs_of(R.RANGE):   # per-tensor range results are 0-d in the program (aten returns them as [1])
         outs = tuple(o.reshape(()) if r.layout == R.RANGE else o for o, r in zip(outs, spec.results))
@@ -427,6 +452,9 @@ QUIRK_TARGETS = {
     # the generated storage conversions on every target: FTZ (cpu, vmvx: the tiny-scale path) or not (Vulkan)
     "QuantizeLinear": TARGETS,
     "DequantizeLinear": TARGETS,
+    # subnormal x and results built from bits (FTZ on cpu and vmvx), and a block reduction along the middle axis
+    # behind a barrier on Vulkan (unfused_middle_reductions)
+    "MXFakeQuantize": TARGETS,
 }
 
 

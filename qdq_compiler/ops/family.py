@@ -120,6 +120,16 @@ class Family:
         """The structural attribute sets the validation matrix covers."""
         return [{}]
 
+    def sample_shape(self, spec: OpSpec, attrs: Mapping[str, Any], size: int) -> tuple[int, ...]:
+        """The data shape of about ``size`` elements the validation matrix samples (config.sample_shape of the
+        call's layout: 8 channels last, or 4 channels between 10s)."""
+        layout = self.layout(spec, attrs)
+        if layout == LAST:
+            return (max(size // 8, 1), 8)
+        if layout == AXIS:
+            return (max(size // 40, 1), 4, 10)
+        return (size,)
+
     def random_calls(self, spec: OpSpec, attrs: Mapping[str, Any], x: np.ndarray, rng: np.random.Generator,
                      special) -> list[dict]:
         """Keyword arguments of several calls on the data ``x`` (random, of the entry's shape and dtype;

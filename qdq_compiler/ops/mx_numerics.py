@@ -167,14 +167,15 @@ def e8m0_value(byte: np.ndarray) -> np.ndarray:
     return np.where(byte == 255, np.nan, 2.0 ** (np.asarray(byte, np.float64) - 127)).astype(F32)
 
 
-def mx(x, elem: str, scale_rule: str = "floor") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(E8M0 bytes [rows, cols / 32], element codes [rows, cols], dequantized [rows, cols]) of torchao's
-    ``to_mx`` then ``to_dtype(..., float32)``."""
+def mx(x, elem: str, scale_rule: str = "floor", block_size: int | None = None
+       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(E8M0 bytes [rows, cols / block_size], element codes [rows, cols], dequantized [rows, cols]) of torchao's
+    ``to_mx`` then ``to_dtype(..., float32)``; ``block_size`` default the format's (32)."""
     try:
         e = ELEMS[elem]
     except KeyError:
         raise QDQError(f"unknown element format {elem!r}; allowed: {', '.join(ELEMS)}, nvfp4", arg="elem") from None
-    xb = _blocks(x, e.block_size)
+    xb = _blocks(x, block_size or e.block_size)
     byte = e8m0_scales(_amax(xb), e, scale_rule)
     with np.errstate(all="ignore"):
         if scale_rule == "rceil":

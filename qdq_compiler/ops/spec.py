@@ -136,6 +136,7 @@ class OpSpec:
     namespace: str = "tf"         # the public namespace that names it ("tf": raw_ops; "aten": qdq_compiler.aten)
     signature: tuple[str, ...] = ()   # aten: the schema's positional order of inputs and attributes
     public_defaults: tuple[tuple[str, Any], ...] = ()   # aten: the schema's defaults (the rest are required)
+    public_name: str = ""         # the public function's name where it is not the op's (mx: fake_quantize)
 
     def __post_init__(self):
         if not self.results or not all(isinstance(r, Output) for r in self.results):
@@ -144,6 +145,11 @@ class OpSpec:
             raise ValueError(f"{self.name}: the first result must have the data's shape (caller storage, views)")
 
     # Cached (read on every call): a spec never changes.
+    @property
+    def function_name(self) -> str:
+        """The name of the op's function in its public namespace."""
+        return self.public_name or self.name
+
     @cached_property
     def outputs(self) -> tuple[str, ...]:
         """The results' names, in order."""

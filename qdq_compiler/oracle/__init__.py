@@ -2,7 +2,8 @@
 
 ``qdq_compiler.oracle.raw_ops.<OpName>(**kwargs)`` mirrors ``tf.raw_ops.<OpName>``,
 ``qdq_compiler.oracle.aten.<op>(...)`` ``torch.ops.aten.<op>`` (PyTorch 2.13's CPU kernels),
-``qdq_compiler.oracle.onnx_ops.<Op>(...)`` ONNX's QuantizeLinear/DequantizeLinear (the onnx reference);
+``qdq_compiler.oracle.onnx_ops.<Op>(...)`` ONNX's QuantizeLinear/DequantizeLinear (the onnx reference),
+``qdq_compiler.oracle.mx.fake_quantize(...)`` the block-scaled formats (torchao's reference);
 ``compute(call)`` runs an already validated ``Call``. The arithmetic of each op lives with its family
 (``qdq_compiler/ops/``); this package is the entry point.
 """
@@ -19,6 +20,6 @@ def compute(call: Call) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(o, call.result_dtype(i)) for i, o in enumerate(outs))
 
 
-from . import aten, onnx_ops, raw_ops  # noqa: E402  (the public namespaces, built from the registry)
+from . import aten, mx, onnx_ops, raw_ops  # noqa: E402  (the public namespaces, built from the registry)
 
-__all__ = ["compute", "raw_ops", "aten", "onnx_ops"]
+__all__ = ["compute", "raw_ops", "aten", "onnx_ops", "mx"]

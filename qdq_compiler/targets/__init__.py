@@ -60,6 +60,9 @@ class Quirks:
     #   x86-64-v2): macro round_half_even adds and subtracts 2^p instead (exact; QDQ 4.6x -> 1.2x a copy)
     ordered_ge_true_for_nan: bool = False    # an ordered GE lowers as "not LT", true for a NaN operand (vmvx):
     #   macro ge writes a >= b as b <= a there
+    unfused_middle_reductions: bool = False  # a reduction over a middle dimension (MX's [outer, blocks, 32, inner])
+    #   in one dispatch with its element-wise consumers gives wrong elements (IREE 3.13 vulkan-spirv on lavapipe,
+    #   block sizes 16, 32, 64: only each block's first 4 rows right): the reduction's result goes behind a barrier
     single_chain_reductions: bool = False    # a 1-D reduction runs one 4-lane accumulator chain and a
     #   column reduction walks each channel alone (llvm-cpu; a data range took 3.3x a copy, per-axis 8x):
     #   reductions.mlir.j2 writes them as linalg.generic lane forms (IREE's compilation_info)
@@ -312,7 +315,9 @@ _LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True, single_chain_reductions=True)
 _LONG_ROW_FLAGS = ("--iree-llvmcpu-distribution-size=16384", "--iree-llvmcpu-target-vector-width-in-bytes=64")
 # split-columns changes the template only (its reductions' partials), not the code generation.
 _LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FLAGS), ("split-columns", ()))
-_GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True)
+# (unfused_middle_reductions: measured on lavapipe; CUDA's code generation is not measured, so it keeps the barrier)
+_GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True,
+                     unfused_middle_reductions=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
     # This host's level (targets/cpu.py host_level): x86-64-v3 (AVX2) without FMA where the CPU has it, else

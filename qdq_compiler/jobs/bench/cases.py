@@ -87,6 +87,10 @@ CASES: tuple[Case, ...] = (
            kind="per-channel" if pc else "per-tensor", per_channel=pc, tf=False, tf_xla=False, semantics="onnx")
       for op in ("QuantizeLinear", "DequantizeLinear", "QuantizeDequantizeLinear")
       for st, pc in (("int8", False), ("float8_e4m3fn", False), ("int4", False), ("int8", True))),
+    # the block-scaled formats (semantics torchao), blocks of 32 along the last axis of [n / C, C]
+    *(Case(f"MXFakeQuantize[{elem},{rule}]", "MXFakeQuantize", {"elem": elem, "scale_rule": rule}, kind="per-channel",
+           per_channel=True, tf=False, tf_xla=False, semantics="torchao")
+      for elem, rule in (("mxfp8_e4m3", "floor"), ("mxfp4_e2m1", "rceil"))),
 )
 
 

@@ -12,10 +12,11 @@ from typing import Callable
 
 import numpy as np
 
-from ... import aten, device_sessions, execute, onnx_ops, raw_ops, runtime
+from ... import aten, device_sessions, execute, mx, onnx_ops, raw_ops, runtime
 from ... import targets as T
 from ...numerics import bit_equal
 from ...oracle import aten as oracle_aten
+from ...oracle import mx as oracle_mx
 from ...oracle import onnx_ops as oracle_onnx
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind, public_sum_agrees
@@ -53,8 +54,8 @@ def _torch_function(torch, case: Case, kw: dict) -> Callable:
 
 
 # Each op namespace's public functions, compiled and NumPy (the api and oracle variants call them).
-PUBLIC = {"tf": raw_ops, "aten": aten, "onnx": onnx_ops}
-ORACLES = {"tf": oracle_ops, "aten": oracle_aten, "onnx": oracle_onnx}
+PUBLIC = {"tf": raw_ops, "aten": aten, "onnx": onnx_ops, "mx": mx}
+ORACLES = {"tf": oracle_ops, "aten": oracle_aten, "onnx": oracle_onnx, "mx": oracle_mx}
 
 
 def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAMEWORKS) -> dict[tuple[str, str], Callable]:
@@ -62,11 +63,11 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
     fns: dict[tuple[str, str], Callable] = {}
     data = [kw[n] for n in data_inputs(case)]
     fns[("copy", "-")] = (lambda: [a.copy() for a in data]) if len(data) > 1 else (lambda: data[0].copy())
-    api = getattr(PUBLIC[case.spec.namespace], case.op)
+    api = getattr(PUBLIC[case.spec.namespace], case.spec.function_name)
     for t in targets:
         fns[("api", t)] = (lambda t=t: api(**kw, target=t, semantics=case.semantics))
         fns[("device", t)] = _device_function(case, kw, t)
-    oracle = getattr(ORACLES[case.spec.namespace], case.op)
+    oracle = getattr(ORACLES[case.spec.namespace], case.spec.function_name)
     fns[("oracle", "-")] = lambda: oracle(**kw, semantics=case.semantics)
     # TensorFlow is timed in a process of its own (tf_process), after these
     torch = _torch_module() if "torch" in frameworks and case.torch else None

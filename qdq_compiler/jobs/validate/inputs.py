@@ -11,14 +11,13 @@ import numpy as np
 from ... import dtypes as DT
 from ... import goldens, ops
 from ... import semantics as SEM
-from ...config import layout_of, sample_shape
 from ...numerics import three_d
 from .matrix import MatrixEntry
 
 
 def _shape_for(entry: MatrixEntry, size: int) -> tuple[int, ...]:
     spec = ops.get(entry.op)
-    return sample_shape(layout_of(spec, entry.attr), size)
+    return spec.family.sample_shape(spec, entry.attr, size)
 
 
 def _special(rng, x: np.ndarray, scale: float) -> np.ndarray:

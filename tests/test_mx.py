@@ -1,0 +1,166 @@
+"""MX fake quantization compiled (qdq_compiler.mx, ops/mx_fake_quant.py, templates/mx_fake_quant.mlir.j2) against
+torchao 0.18.0, bit for bit: its goldens (qdq_compiler/goldens/mx/torchao.json) through the compiled program, the
+scale rules at every exponent where they turn (RCEIL's float32 log2 thresholds), subnormal and special blocks,
+blocks along any axis with a shorter last block, and bad input named.
+
+Where the rest is covered: the validation matrix (`qdqc validate --semantics torchao`: 20 format x rule variants,
+static and dynamic, on cpu, vmvx and Vulkan, random blocks with zeros, subnormals, NaN and infinities), the
+NumPy reference against the goldens (tests/test_mx_numerics.py). Here every golden kind runs on cpu; vmvx and
+Vulkan run one scale rule per format (rotating), which is 5 programs each, not 20."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import qdq_compiler as q
+from qdq_compiler import QDQError, QDQTypeError
+from qdq_compiler.ops import mx_fake_quant as MF
+from qdq_compiler.ops import mx_numerics as MXN
+from targets_util import require as require_target
+
+GOLDENS = json.loads((Path(MF.__file__).resolve().parent.parent / "goldens" / "mx" / "torchao.json").read_text())
+KINDS = sorted({(c["elem"], c["scale_rule"]) for c in GOLDENS["cases"] if c["elem"] != "nvfp4"})
+ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MF.ELEMS)]
+
+
+def _bits(a) -> np.ndarray:
+    return np.asarray(a, np.float32).view(np.uint32)
+
+
+def _golden_batch(elem, rule):
+    """The kind's goldens (shape [rows, 64] or so, blocks of 32 along the last axis) as one [n, cols] batch per
+    width, with torchao's dequantized bits and where NaN against NaN is all that is asserted (NaN * NaN)."""
+    by_width = {}
+    for c in GOLDENS["cases"]:
+        if (c["elem"], c["scale_rule"]) != (elem, rule) or "error" in c or c["block_size"] != 32:
+            continue
+        x = np.array(c["x"], np.uint64).astype(np.uint32).view(np.float32).reshape(c["shape"])
+        want = np.array(c["dequantized"], np.uint64).astype(np.uint32).reshape(c["shape"])
+        nan_blocks = np.repeat(np.asarray(c["scales"]).reshape(c["shape"][0], -1) == 255, 32, axis=1)
+        xs, ws, ns = by_width.setdefault(c["shape"][1], ([], [], []))
+        xs.append(x), ws.append(want), ns.append(nan_blocks)
+    return [(np.concatenate(x), np.concatenate(w), np.concatenate(n)) for x, w, n in by_width.values()]
+
+
+def _assert_torchao(got, want, nan_blocks):
+    differ = _bits(got) != want
+    both_nan = np.isnan(got) & np.isnan(want.view(np.float32)) & nan_blocks
+    assert not (differ & ~both_nan).any(), np.argwhere(differ & ~both_nan)[:5]
+
+
+@pytest.mark.parametrize("elem,rule", KINDS)
+def test_torchaos_goldens_compiled_on_cpu(elem, rule):
+    batches = _golden_batch(elem, rule)
+    assert sum(len(x) for x, _, _ in batches) >= 30
+    for x, want, nan_blocks in batches:
+        _assert_torchao(q.mx.fake_quantize(x, elem, scale_rule=rule), want, nan_blocks)
+
+
+@pytest.mark.parametrize("target", ["vmvx", "vulkan"])
+@pytest.mark.parametrize("elem,rule", ROTATING)
+def test_torchaos_goldens_compiled_elsewhere(target, elem, rule):
+    require_target(target)
+    for x, want, nan_blocks in _golden_batch(elem, rule):
+        _assert_torchao(q.mx.fake_quantize(x, elem, scale_rule=rule, target=target), want, nan_blocks)
+
+
+def _amax_sweep(e: MXN.Elem) -> np.ndarray:
+    """Block magnitudes at every power of two and just around it (1 to 40 ulps: where RCEIL's float32 log2
+    rounds down), around the subnormal thresholds, zero, and the largest float: one block each."""
+    k = np.arange(1, 255, dtype=np.int64)[:, None] << 23
+    around = np.concatenate([k + np.arange(0, 41), k - np.arange(1, 4), (k | 0x7FFFFF) - np.arange(0, 3)], axis=1)
+    maxm = int(np.float32(e.max_value).view(np.uint32)) & 0x7FFFFF
+    near_max = k + maxm + np.arange(-3, 4)
+    fam = MF.FAMILY.template_vars(MF.SPECS[0], {"elem": e.name, "scale_rule": "rceil", "block_size": 32,
+                                                  "ragged": False})
+    edges = np.concatenate([fam["thr_normal"] + np.arange(-40, 40), fam["thr_one"] + np.arange(-40, 40),
+                            np.arange(0, 64), [0x7F7FFFFF, 0x7F800000]])
+    a = np.concatenate([around.ravel(), near_max.ravel(), edges])
+    return a[(a >= 0) & (a <= 0x7F800000)].astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("rule", MF.SCALE_RULES)
+@pytest.mark.parametrize("elem", MF.ELEMS)
+def test_every_scale_exponent_turns_where_torchaos_does(elem, rule):
+    """One block per magnitude: the block's largest element is it, the rest a ramp below it with both signs,
+    so that the scale, the elements' rounding near the largest and the dequantized value are all checked."""
+    amax = _amax_sweep(MXN.ELEMS[elem])
+    ramp = np.linspace(-1.0, 1.0, 31, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        x = np.concatenate([amax[:, None], (amax[:, None] * ramp).astype(np.float32)], axis=1)
+    got = q.mx.fake_quantize(x, elem, scale_rule=rule)
+    assert np.array_equal(_bits(got), _bits(q.oracle.mx.fake_quantize(x, elem, scale_rule=rule)))
+
+
+@pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
+def test_blocks_along_a_middle_axis_with_a_shorter_last_block(target):
+    require_target(target)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, 70, 5)) * np.exp2(rng.integers(-20, 20, (3, 1, 5)))).astype(np.float32)
+    got = q.mx.fake_quantize(x, "mxfp6_e3m2", axis=1, scale_rule="even", target=target)
+    want = q.oracle.mx.fake_quantize(x, "mxfp6_e3m2", axis=1, scale_rule="even")
+    assert np.array_equal(_bits(got), _bits(want))
+    # the shorter last block (6 elements) has its own scale: as if padded with zeros
+    padded = np.concatenate([x, np.zeros((3, 26, 5), np.float32)], axis=1)
+    assert np.array_equal(_bits(want), _bits(q.oracle.mx.fake_quantize(padded, "mxfp6_e3m2", axis=1,
+                                                                       scale_rule="even")[:, :70]))
+
+
+def test_the_last_axis_is_the_default_and_negative_axes_count_from_the_end():
+    x = np.random.default_rng(2).standard_normal((4, 64)).astype(np.float32)
+    a = q.mx.fake_quantize(x, "mxfp4_e2m1")
+    assert np.array_equal(_bits(a), _bits(q.mx.fake_quantize(x, "mxfp4_e2m1", axis=1)))
+    assert np.array_equal(_bits(a), _bits(q.mx.fake_quantize(x.T.copy(), "mxfp4_e2m1", axis=0).T))
+    # torchao's answer for the same blocks (its to_mx takes the last axis only)
+    _, _, deq = MXN.mx(x, "mxfp4_e2m1", "floor")
+    assert np.array_equal(_bits(a), _bits(deq))
+
+
+def test_a_small_block_size():
+    x = np.random.default_rng(3).standard_normal((6, 40)).astype(np.float32)
+    got = q.mx.fake_quantize(x, "mxfp8_e4m3", block_size=8, scale_rule="rceil")
+    _, _, deq = MXN.mx(x, "mxfp8_e4m3", "rceil", block_size=8)
+    assert np.array_equal(_bits(got), _bits(deq))
+
+
+@pytest.mark.parametrize("kwargs,arg,words", [
+    ({"block_size": 0}, "block_size", "block_size=0 must be a positive integer"),
+    ({"block_size": -32}, "block_size", "block_size=-32 must be a positive integer"),
+    ({"axis": 2}, "axis", "axis=2 is out of range for x of rank 2; allowed: -2..1"),
+    ({"axis": -3}, "axis", "axis=-3 is out of range"),
+    ({"scale_rule": "nearest"}, "scale_rule", "scale_rule='nearest' is not known; allowed: floor, ceil, even, rceil"),
+])
+def test_bad_arguments_are_named_before_anything_compiles(kwargs, arg, words):
+    with pytest.raises(QDQError, match=words) as e:
+        q.mx.fake_quantize(np.zeros((2, 32), np.float32), "mxfp8_e4m3", **kwargs)
+    assert e.value.arg == arg
+
+
+def test_bad_element_formats_types_and_arguments():
+    x = np.zeros((2, 32), np.float32)
+    with pytest.raises(QDQError, match="elem='mxint4' is not known; allowed: mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3"):
+        q.mx.fake_quantize(x, "mxint4")
+    with pytest.raises(QDQTypeError, match="x must be a NumPy array of float32"):
+        q.mx.fake_quantize([1.0, 2.0], "mxfp4_e2m1")
+    with pytest.raises(QDQTypeError, match="allowed: float32"):
+        q.mx.fake_quantize(x.astype(np.float16), "mxfp4_e2m1")
+    with pytest.raises(QDQTypeError, match="unexpected keyword argument .ragged.; arguments are: x, elem, block_size"):
+        q.mx.fake_quantize(x, "mxfp4_e2m1", ragged=True)
+    with pytest.raises(QDQTypeError, match="fake_quantize"):
+        q.mx.fake_quantize(x)
+    with pytest.raises(QDQError, match="at least one dimension"):
+        q.mx.fake_quantize(np.zeros((), np.float32), "mxfp4_e2m1")
+
+
+def test_the_public_function_is_generated_and_current():
+    import importlib.util
+    root = Path(q.__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("gen_public_api", root / "tools" / "gen_public_api.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for kind in ("compiled", "oracle"):
+        assert gen.FILES["mx", kind].read_text() == gen.render("mx", kind)
+    assert q.mx.__all__ == ["fake_quantize"] and q.oracle.mx.__all__ == ["fake_quantize"]
