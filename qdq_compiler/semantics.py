@@ -64,12 +64,20 @@ TORCHAO = Semantics(
     "(rceil), byte 0 divided as 2^-126 (rceil: multiplied by 1) but dequantized as 2^-127, an infinity's block "
     "scaled finite; float32 arithmetic, subnormals kept (ops/mx_numerics.py lists where it departs from OCP v1.0).")
 
-SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE, ORT_CPU, TORCHAO)}
+OCP_MX = Semantics(
+    "ocp", "mx", "OCP Microscaling Formats (MX) v1.0, the specification", "mx/ocp",
+    "The OCP MX v1.0 specification's conversion (section 6.3) as exact arithmetic: the E8M0 scale 2^s, byte 0 "
+    "2^-127 both ways, elements rounded to nearest even and clamped to the largest normal, a block with a NaN or "
+    "an infinity NaN; where the text is silent (the ceil, even and rceil rules, which NaN) the choice is stated in "
+    "ops/mx_ocp.py.")
+
+SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE, ORT_CPU, OCP_MX,
+                                                       TORCHAO)}
 DEFAULT = TF_CPU.name
 
 # Each op namespace: the framework whose words errors quote, and the semantics a call gets unless told.
-FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch", "onnx": "ONNX", "mx": "torchao"}
-NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name, "onnx": ONNX_REFERENCE.name, "mx": TORCHAO.name}
+FRAMEWORKS = {"tf": "TensorFlow", "aten": "PyTorch", "onnx": "ONNX", "mx": "OCP MX"}
+NAMESPACE_DEFAULTS = {"tf": TF_CPU.name, "aten": TORCH_CPU.name, "onnx": ONNX_REFERENCE.name, "mx": OCP_MX.name}
 
 
 def framework(namespace: str) -> str:

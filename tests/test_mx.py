@@ -56,7 +56,7 @@ def test_torchaos_goldens_compiled_on_cpu(elem, rule):
     batches = _golden_batch(elem, rule)
     assert sum(len(x) for x, _, _ in batches) >= 30
     for x, want, nan_blocks in batches:
-        _assert_torchao(q.mx.fake_quantize(x, elem, scale_rule=rule), want, nan_blocks)
+        _assert_torchao(q.mx.fake_quantize(x, elem, scale_rule=rule, semantics="torchao"), want, nan_blocks)
 
 
 @pytest.mark.parametrize("target", ["vmvx", "vulkan"])
@@ -64,7 +64,8 @@ def test_torchaos_goldens_compiled_on_cpu(elem, rule):
 def test_torchaos_goldens_compiled_elsewhere(target, elem, rule):
     require_target(target)
     for x, want, nan_blocks in _golden_batch(elem, rule):
-        _assert_torchao(q.mx.fake_quantize(x, elem, scale_rule=rule, target=target), want, nan_blocks)
+        _assert_torchao(q.mx.fake_quantize(x, elem, scale_rule=rule, target=target, semantics="torchao"), want,
+                        nan_blocks)
 
 
 def _amax_sweep(e: MXN.Elem) -> np.ndarray:
@@ -82,17 +83,39 @@ def _amax_sweep(e: MXN.Elem) -> np.ndarray:
     return a[(a >= 0) & (a <= 0x7F800000)].astype(np.uint32).view(np.float32)
 
 
+@pytest.mark.parametrize("semantics", ["ocp", "torchao"])
 @pytest.mark.parametrize("rule", MF.SCALE_RULES)
 @pytest.mark.parametrize("elem", MF.ELEMS)
-def test_every_scale_exponent_turns_where_torchaos_does(elem, rule):
+def test_every_scale_exponent_turns_where_the_reference_does(elem, rule, semantics):
     """One block per magnitude: the block's largest element is it, the rest a ramp below it with both signs,
     so that the scale, the elements' rounding near the largest and the dequantized value are all checked."""
     amax = _amax_sweep(MXN.ELEMS[elem])
     ramp = np.linspace(-1.0, 1.0, 31, dtype=np.float32)
     with np.errstate(all="ignore"):
         x = np.concatenate([amax[:, None], (amax[:, None] * ramp).astype(np.float32)], axis=1)
-    got = q.mx.fake_quantize(x, elem, scale_rule=rule)
-    assert np.array_equal(_bits(got), _bits(q.oracle.mx.fake_quantize(x, elem, scale_rule=rule)))
+    got = q.mx.fake_quantize(x, elem, scale_rule=rule, semantics=semantics)
+    want = q.oracle.mx.fake_quantize(x, elem, scale_rule=rule, semantics=semantics)
+    assert np.array_equal(_bits(got), _bits(want))
+
+
+def test_ocp_is_the_default_and_its_answers_follow_the_text():
+    """Values worked out from OCP v1.0 section 6.3 by hand, not by either implementation."""
+    x = np.zeros((4, 32), np.float32)
+    x[0, :3] = 480, -160, 72          # E4M3 floor: X = 2^(8 - 8) = 1; 480 clamps to 448; 72 and -160 exact
+    x[1, :2] = 3e-39, 1e-45           # byte 0: X = 2^-127 both ways; 3e-39 / X = 0.5104 -> 0.5 (E4M3's step 1/16 there)
+    x[2, :2] = np.inf, 1.0            # no finite amax: NaN scale, the whole block NaN
+    x[3, :2] = np.float32(448 * 2.0 ** 20) * np.float32(1 + 2.0 ** -23), 1.0   # rceil: 2^21 (exact), 2^20 (torchao)
+    y = q.mx.fake_quantize(x, "mxfp8_e4m3")
+    assert list(y[0, :3]) == [448, -160, 72]
+    assert y[1, 0] == np.float32(0.5 * 2.0 ** -127) and y[1, 1] == 0
+    assert np.all(_bits(y[2]) == 0x7FC00000)
+    assert np.array_equal(_bits(y), _bits(q.oracle.mx.fake_quantize(x, "mxfp8_e4m3")))
+    r = q.mx.fake_quantize(x[3:], "mxfp8_e4m3", scale_rule="rceil")
+    assert r[0, 0] == 224 * 2.0 ** 21 and r[0, 1] == 0   # 1 / 2^21 rounds to 0 in E4M3 (below 2^-10)
+    t = q.mx.fake_quantize(x[3:], "mxfp8_e4m3", scale_rule="rceil", semantics="torchao")
+    assert t[0, 0] == 448 * 2.0 ** 20 and t[0, 1] == 0
+    torchao = q.mx.fake_quantize(x[:2], "mxfp8_e4m3", semantics="torchao")
+    assert torchao[1, 0] == np.float32(0.25 * 2.0 ** -127)   # 3e-39 / 2^-126 = 0.2552 -> 0.25, times 2^-127: half
 
 
 @pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
@@ -100,20 +123,20 @@ def test_blocks_along_a_middle_axis_with_a_shorter_last_block(target):
     require_target(target)
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((3, 70, 5)) * np.exp2(rng.integers(-20, 20, (3, 1, 5)))).astype(np.float32)
-    got = q.mx.fake_quantize(x, "mxfp6_e3m2", axis=1, scale_rule="even", target=target)
-    want = q.oracle.mx.fake_quantize(x, "mxfp6_e3m2", axis=1, scale_rule="even")
+    got = q.mx.fake_quantize(x, "mxfp6_e3m2", axis=1, scale_rule="even", target=target, semantics="torchao")
+    want = q.oracle.mx.fake_quantize(x, "mxfp6_e3m2", axis=1, scale_rule="even", semantics="torchao")
     assert np.array_equal(_bits(got), _bits(want))
     # the shorter last block (6 elements) has its own scale: as if padded with zeros
     padded = np.concatenate([x, np.zeros((3, 26, 5), np.float32)], axis=1)
-    assert np.array_equal(_bits(want), _bits(q.oracle.mx.fake_quantize(padded, "mxfp6_e3m2", axis=1,
-                                                                       scale_rule="even")[:, :70]))
+    assert np.array_equal(_bits(want), _bits(q.oracle.mx.fake_quantize(padded, "mxfp6_e3m2", axis=1, scale_rule="even",
+                                                                       semantics="torchao")[:, :70]))
 
 
 def test_the_last_axis_is_the_default_and_negative_axes_count_from_the_end():
     x = np.random.default_rng(2).standard_normal((4, 64)).astype(np.float32)
-    a = q.mx.fake_quantize(x, "mxfp4_e2m1")
-    assert np.array_equal(_bits(a), _bits(q.mx.fake_quantize(x, "mxfp4_e2m1", axis=1)))
-    assert np.array_equal(_bits(a), _bits(q.mx.fake_quantize(x.T.copy(), "mxfp4_e2m1", axis=0).T))
+    a = q.mx.fake_quantize(x, "mxfp4_e2m1", semantics="torchao")
+    assert np.array_equal(_bits(a), _bits(q.mx.fake_quantize(x, "mxfp4_e2m1", axis=1, semantics="torchao")))
+    assert np.array_equal(_bits(a), _bits(q.mx.fake_quantize(x.T.copy(), "mxfp4_e2m1", axis=0, semantics="torchao").T))
     # torchao's answer for the same blocks (its to_mx takes the last axis only)
     _, _, deq = MXN.mx(x, "mxfp4_e2m1", "floor")
     assert np.array_equal(_bits(a), _bits(deq))
@@ -121,7 +144,7 @@ def test_the_last_axis_is_the_default_and_negative_axes_count_from_the_end():
 
 def test_a_small_block_size():
     x = np.random.default_rng(3).standard_normal((6, 40)).astype(np.float32)
-    got = q.mx.fake_quantize(x, "mxfp8_e4m3", block_size=8, scale_rule="rceil")
+    got = q.mx.fake_quantize(x, "mxfp8_e4m3", block_size=8, scale_rule="rceil", semantics="torchao")
     _, _, deq = MXN.mx(x, "mxfp8_e4m3", "rceil", block_size=8)
     assert np.array_equal(_bits(got), _bits(deq))
 

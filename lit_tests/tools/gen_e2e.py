@@ -57,6 +57,7 @@ class Case:
     vulkan_shape: str | None = None  # static shape where Vulkan cannot do the dynamic form
     dtype: str = "f32"
     targets: tuple = TARGETS
+    semantics: str | None = None     # whose answer, where not the op namespace's default (qdqc --semantics)
     public: dict | None = None       # arguments of the public (oracle) call where they differ from the program's
     #   inputs: aten's host-side conversions (LSQ's [1] float zero point, rounded to the program's int32)
 
@@ -283,29 +284,41 @@ CASES: dict[str, list[Case]] = {
               "x_zero_point": np.array([0, 1, -1], np.int8)}, "?x?", vulkan_shape="2x3",
              public={"x_scale": np.array([0.25, 4, 2.0 ** -20], ml_dtypes.float8_e8m0fnu), "output_dtype": 1}),
     ],
-    # The block-scaled formats (semantics torchao): oracle.mx's answers, torchao 0.18.0's bits.
+    # The block-scaled formats: oracle.mx's answers under OCP v1.0's text (the default) and torchao 0.18.0's bits.
     "MXFakeQuantize": [
-        Case("e4m3_floor", "MXFP8 E4M3, OCP's floor, blocks of 32 along the last axis: row 0's amax 480 gives "
+        Case("ocp_byte0_inf", "OCP v1.0, MXFP8 E4M3, floor: row 0 below 2^-126 (byte 0): X = 2^-127 both ways, so "
+             "3e-39 comes back to E4M3's precision (torchao halves it); row 1 holds +inf: no finite amax, the scale "
+             "is NaN and every element of the block NaN",
+             {"elem": "mxfp8_e4m3", "scale_rule": "floor", "axis": 1},
+             {"x": np.concatenate([a32(3e-39, -1e-39, 5e-40, 1e-45, -0.0, *np.linspace(-2e-39, 2e-39, 27)),
+                                   a32(np.inf, 1, -2, *np.linspace(-1, 1, 29))]).reshape(2, 32)}, "?x?"),
+        Case("ocp_rceil_exact", "OCP, MXFP8 E4M3, rceil exactly: amax one ulp above 448 * 2^20 needs 2^21 (torchao's "
+             "float32 log2 says 2^20 and clamps it to 448 * 2^20); amax 448 * 2^-3 exactly gives 2^-3",
+             {"elem": "mxfp8_e4m3", "scale_rule": "rceil", "axis": 1},
+             {"x": np.concatenate([a32(bits32(0x4DE00001), 3e8, -1e8, 2.5e7, *np.linspace(-4e8, 4e8, 28)),
+                                   a32(56, -55, 1.1, 0.3, *np.linspace(-50, 50, 28))]).reshape(2, 32)}, "?x?"),
+        Case("e4m3_floor", "torchao, MXFP8 E4M3, OCP's floor, blocks of 32 along the last axis: row 0's amax 480 gives "
              "byte 127 (2^0) and clamps to 448, 1.0625 ties to 1; row 1 below 2^-126 (byte 0): divided by 2^-126, "
              "multiplied back by 2^-127 (torchao: half its value), subnormal x and results built from their bits",
              {"elem": "mxfp8_e4m3", "scale_rule": "floor", "axis": 1},
              {"x": np.concatenate([a32(480, -160, 72, 1.0625, -0.0, 3, -7.25, 0.0046875, *np.linspace(-9, 9, 24)),
                                    a32(3e-39, -1e-39, 5e-40, 1e-45, -0.0, *np.linspace(-2e-39, 2e-39, 27))]
-                                  ).reshape(2, 32)}, "?x?"),
-        Case("e2m1_rceil_inf", "MXFP4, RCEIL: row 0's amax 7 gives d = 7/6, byte 128 (2^1): 7 -> 8, 5 -> 4, 1.5 "
+                                  ).reshape(2, 32)}, "?x?", semantics="torchao"),
+        Case("e2m1_rceil_inf", "torchao, MXFP4, RCEIL: row 0's amax 7 gives d = 7/6, byte 128 (2^1): 7 -> 8, 5 -> 4, 1.5 "
              "-> 2 (ties to even); row 1 holds +inf: byte 254, x * 2^-127 (as 2^-64 * 2^-63, exact), inf saturates "
              "to 6 and comes back inf, 2^127 as itself, 3e38 as 2 * 2^127 = inf, the rest as zeros",
              {"elem": "mxfp4_e2m1", "scale_rule": "rceil", "axis": 1},
              {"x": np.concatenate([a32(7, 5, -3, 1.5, 0.75, -0.0, *np.linspace(-6, 6, 26)),
                                    a32(np.inf, 2.0 ** 127, -2.0 ** 126, 3.0e38, 1, -0.0, *np.linspace(-1, 1, 26))]
-                                  ).reshape(2, 32)}, "?x?"),
-        Case("e3m2_even_ragged_middle", "MXFP6 E3M2, even, blocks of 32 along the middle axis of 1x36x2 (a block of "
+                                  ).reshape(2, 32)}, "?x?", semantics="torchao"),
+        Case("e3m2_even_ragged_middle", "torchao, MXFP6 E3M2, even, blocks of 32 along the middle axis of 1x36x2 (a block of "
              "4 at the end, its own scale): amax 30 rounds to 32 (a carry: byte 128); a NaN makes its block NaN",
              {"elem": "mxfp6_e3m2", "scale_rule": "even", "axis": 1, "ragged": True},
              {"x": np.stack([np.concatenate([a32(30, -29, 0.3, 1e-3), np.linspace(-20, 20, 28, dtype=F32),
                                              a32(0.5, -0.25, 1.75, 0.1)]),
                              np.concatenate([a32(1, 2, 3, 4), np.linspace(-1, 1, 28, dtype=F32),
-                                             a32(0.5, np.nan, 1.75, 0.1)])], axis=1)[None]}, "?x?x?"),
+                                             a32(0.5, np.nan, 1.75, 0.1)])], axis=1)[None]}, "?x?x?",
+             semantics="torchao"),
     ],
     "QuantizeDequantizeLinear": [
         Case("uint8_blocks", "uint8 in blocks of 2 along axis 1 of 2x5 (a ragged last block): each block's scale "
@@ -384,7 +397,8 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     spec = R.get(op)
     inputs = case.inputs
     public = {k: v for k, v in case.attrs.items() if spec.namespace == "tf" or k in spec.signature}
-    result = getattr(ORACLES[spec.namespace], spec.function_name)(**{**inputs, **public, **(case.public or {})})
+    sem = {"semantics": case.semantics} if case.semantics else {}
+    result = getattr(ORACLES[spec.namespace], spec.function_name)(**{**inputs, **public, **(case.public or {}), **sem})
     outs = result if isinstance(result, tuple) else (result,)
     if not spec.inputs_of(R.RANGE):   # per-tensor range results are 0-d in the program (aten returns them as [1])
         outs = tuple(o.reshape(()) if r.layout == R.RANGE else o for o, r in zip(outs, spec.results))
@@ -393,6 +407,7 @@ def _render_case(op: str, case: Case, target: str, idx: int) -> list[str]:
     compile_cmd = f"qdqc compile {op} {attr_args(case.attrs)}".rstrip()
     compile_cmd += f" --shape '{shape}'" if "?" in shape else f" --shape {shape}"
     compile_cmd += (f" --dtype {case.dtype}" if case.dtype != "f32" else "") + f" --target {target} -o {vmfb}"
+    compile_cmd += f" --semantics {case.semantics}" if case.semantics else ""
     has_nan = any(np.isnan(np.asarray(o, np.float64)).any() for o in outs
                   if np.asarray(o).dtype.name not in storage.TABLE or np.asarray(o).dtype.name in ("float16", "bfloat16"))
     mode = ("--equality_mode=approximate --expected_f32_threshold=0 --expected_f64_threshold=0 --expected_rtol=0"

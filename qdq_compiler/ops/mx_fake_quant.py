@@ -23,6 +23,7 @@ import numpy as np
 from .. import storage
 from ..errors import QDQError, QDQTypeError
 from . import mx_numerics as MXN
+from . import mx_ocp as MXO
 from .family import AXIS, Family
 from .rules import Rules
 from .spec import OpSpec, attr, data, result
@@ -66,19 +67,25 @@ def _as_rows(x: np.ndarray, axis: int, block_size: int) -> tuple[np.ndarray, tup
     return rows, moved.shape, c
 
 
-def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str) -> np.ndarray:
-    """torchao's to_mx then to_dtype(float32), blocks along ``axis`` (a shorter last block: padded with zeros)."""
+def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, reference: str = "torchao") -> np.ndarray:
+    """Blocks along ``axis`` (a shorter last block: padded with zeros), quantized and dequantized: ``reference``
+    "torchao" (to_mx then to_dtype(float32), ops/mx_numerics.py) or "ocp" (the specification, ops/mx_ocp.py)."""
     x = np.asarray(x, F32)
     if x.size == 0:
         return x.copy()
     rows, moved_shape, c = _as_rows(x, axis, block_size)
-    _, _, deq = MXN.mx(rows, elem, scale_rule, block_size)
+    if reference == "ocp":
+        deq = MXO.fake_quantize_rows(rows, elem, scale_rule, block_size)
+    else:
+        _, _, deq = MXN.mx(rows, elem, scale_rule, block_size)
     return np.moveaxis(deq[:, :c].reshape(moved_shape), -1, axis)
 
 
-def oracle(call):
-    a = call.attrs
-    return (fake_quantize(call.arrays["x"], a["elem"], a["block_size"], a["axis"], a["scale_rule"]),)
+def _oracle(reference: str):
+    def oracle(call):
+        a = call.attrs
+        return (fake_quantize(call.arrays["x"], a["elem"], a["block_size"], a["axis"], a["scale_rule"], reference),)
+    return oracle
 
 
 # -- checks, in torchao's words where it has them ------------------------------------------------------------
@@ -169,6 +176,7 @@ class MXFakeQuant(Family):
         row = storage.get(ELEM_ROWS[attrs["elem"]])
         return {"elem": e, "row": row, "block_size": attrs["block_size"], "rule": attrs["scale_rule"],
                 "ragged": attrs["ragged"], "fp8": e.is_fp8,
+                "max_mantissa": int(np.asarray(e.max_value, F32).view(U32)) & 0x7FFFFF,
                 # RCEIL: amax at least thr_normal gives a normal amax / max; below it, amax at least thr_one gives
                 # code 1 (torchao's ceil(log2(d)) = -126 for d > 2^-127 (1 + 11 * 2^-22)), else code 0
                 "thr_normal": _threshold(e.max_value, 0x00800000), "thr_one": _threshold(e.max_value, 0x0040000C),
@@ -227,13 +235,21 @@ class MXFakeQuant(Family):
 
 
 def _float32_only(spec, dtype):
-    return "torchao's MX path takes float32 and bfloat16; this slice compiles float32 (bfloat16 and float16 next)" \
-        if dtype != "float32" else ""
+    return "this slice compiles float32 (torchao's MX path also takes bfloat16: next)" if dtype != "float32" else ""
 
 
+# How the two references differ, as the template reads it (k.arith): torchao's byte 0 divides by 2^-126 (OCP:
+# 2^-127), its RCEIL takes a float32 log2 (OCP: exact), an infinity's block keeps a finite scale (OCP: NaN), and
+# a NaN block's elements are the NaNs its arithmetic happens to give (OCP: the canonical NaN).
+TORCHAO_ARITH = {"byte0_exp": 126, "rceil_log2_f32": True, "nonfinite_block_nan": False,
+                 "canonical_nan_blocks": False}
+OCP_ARITH = {"byte0_exp": 127, "rceil_log2_f32": False, "nonfinite_block_nan": True, "canonical_nan_blocks": True}
 FAMILY = MXFakeQuant()
 FAMILY.rules_by_semantics = {
-    "torchao": Rules(oracle, "mx_fake_quant.mlir.j2", ("float32",), check=check, dtype_hint=_float32_only),
+    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", ("float32",), check=check, dtype_hint=_float32_only,
+                 arithmetic=OCP_ARITH),
+    "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=check,
+                     dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH),
 }
 
 SPECS = (

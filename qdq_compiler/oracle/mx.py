@@ -11,7 +11,7 @@ from ..opfuncs import mx_arguments
 
 
 @mx_arguments
-def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', semantics='torchao'):
+def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', semantics='ocp'):
     """x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) and
     dequantized, in x's type. Returns y.
 

@@ -1,0 +1,78 @@
+"""OCP Microscaling (MX) v1.0 fake quantization in NumPy, written from the specification (semantics ``ocp``), not
+from any implementation: where torchao departs from the text (ops/mx_numerics.py, TORCHAO_DEPARTURES), this is
+the text's answer, and where the text is silent the choice is stated here (and in the README).
+
+  X = 2^s per block, s from the block's largest magnitude amax and the element's emax (exponent of its largest
+      power of two), clamped to [-127, 127]: floor (OCP §6.3): s = floor(log2 amax) - emax; ceil: ceil(log2 amax)
+      - emax; even: floor of amax rounded half up to the element's mantissa width (torchao's rule; exact already);
+      rceil: ceil(log2(amax / largest element)), the real quotient (NVIDIA's round-up conversion, without
+      torchao's float32 log2). The E8M0 byte is s + 127; byte 0 is X = 2^-127, both to divide and to multiply.
+  P = x / X rounded to the element format, ties to even, subnormals kept; beyond the largest normal it is clamped
+      to it with its sign (§6.3).
+  y = X * P, exact in float32 (or inf beyond the largest float).
+  A block holding a NaN or an infinity has no finite amax: its scale is NaN (byte 255) and every element comes
+      back NaN (the spec: a NaN scale makes the block NaN; which NaN is ours: the canonical quiet NaN 0x7FC00000).
+  A block of zeros has amax 0: s clamps to -127 (byte 0) and the elements are zeros of their signs.
+Arithmetic is exact (float64 where a product or quotient is formed); the answer does not depend on float32
+rounding of intermediate values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .mx_numerics import ELEMS, SCALE_RULES, Elem
+
+F32, U32 = np.float32, np.uint32
+QNAN = np.uint32(0x7FC00000).view(F32)
+
+
+def _floor_log2(a: np.ndarray) -> np.ndarray:
+    """floor(log2 a) for finite a > 0, exactly (frexp: a = m 2^e with m in [0.5, 1))."""
+    _, e = np.frexp(a.astype(np.float64))
+    return e.astype(np.int64) - 1
+
+
+def block_exponents(amax: np.ndarray, e: Elem, rule: str) -> np.ndarray:
+    """s per block (int64, clamped to [-127, 127]); 128 marks a NaN scale (amax NaN or infinite)."""
+    if rule not in SCALE_RULES:
+        raise ValueError(rule)
+    a = amax.astype(np.float64)
+    finite = np.isfinite(a)
+    pos = finite & (a > 0)
+    safe = np.where(pos, a, 1.0)
+    fl = _floor_log2(safe)
+    pow2 = safe == np.ldexp(1.0, fl)
+    if rule == "floor":
+        s = fl - e.emax
+    elif rule == "ceil":
+        s = fl + (~pow2) - e.emax
+    elif rule == "even":
+        # amax's float32 bits rounded half up to the element's mantissa width (a carry bumps the exponent)
+        bits = safe.astype(F32).view(U32).astype(np.int64)
+        rounded = ((bits + (1 << (22 - e.mbits))) & 0xFF800000)
+        s = ((rounded >> 23) & 0xFF) - 127 - e.emax
+        s = np.where(safe < 2.0 ** -126, fl - e.emax, s)   # a subnormal amax: clamps to -127 either way
+    else:   # rceil: the smallest k with amax <= max * 2^k
+        k = fl - _floor_log2(np.full_like(safe, e.max_value))
+        k = np.where(safe > np.ldexp(e.max_value, k), k + 1, k)
+        k = np.where(safe <= np.ldexp(e.max_value, k - 1), k - 1, k)
+        s = k
+    s = np.where(pos, s, -127)   # zeros: the smallest scale
+    return np.where(finite, np.clip(s, -127, 127), 128)
+
+
+def fake_quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) -> np.ndarray:
+    """[n, C] float32, C a multiple of block_size: each block quantized and dequantized as the spec says."""
+    e = ELEMS[elem]
+    xb = rows.reshape(rows.shape[0], -1, block_size).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        amax = np.max(np.abs(xb), axis=-1)
+    s = block_exponents(amax, e, rule)
+    nan_block = s == 128
+    X = np.ldexp(1.0, np.where(nan_block, 0, s))[..., None]
+    with np.errstate(all="ignore"):
+        q = np.clip(np.where(nan_block[..., None], 0.0, xb) / X, -e.max_value, e.max_value)
+        p = q.astype(e.np_type).astype(np.float64)     # round to nearest even (ml_dtypes), subnormals kept
+        y = (p * X).astype(F32)                        # exact, or inf beyond float32
+    y = np.where(nan_block[..., None], QNAN, y)
+    return y.reshape(rows.shape)
