@@ -132,6 +132,26 @@ def test_blocks_along_a_middle_axis_with_a_shorter_last_block(target):
                                                                        semantics="torchao")[:, :70]))
 
 
+@pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_x_is_quantized_as_float32_and_rounded_back_once(target, dtype):
+    """OCP semantics: a float16/bfloat16 x widened exactly, X * P rounded to its type (to nearest even)."""
+    require_target(target)
+    import ml_dtypes
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float16)
+    rng = np.random.default_rng(7)
+    lo = -24 if dtype == "float16" else -133
+    x = (rng.standard_normal((6, 64)) * np.exp2(rng.integers(lo, 15, (6, 2)).repeat(32, 1))).astype(dt)
+    x.reshape(-1)[:4] = [np.nan, np.inf, -0.0, 3]
+    for i, (elem, rule) in enumerate(ROTATING if target == "cpu" else ROTATING[1:2]):
+        got = q.mx.fake_quantize(x, elem, scale_rule=rule, target=target)
+        want = q.oracle.mx.fake_quantize(x, elem, scale_rule=rule)
+        assert got.dtype == dt and np.array_equal(got.view(np.uint16), want.view(np.uint16)), (elem, rule)
+    # the contract: the float32 answer on the widened x, rounded once
+    wide = q.oracle.mx.fake_quantize(x.astype(np.float32), elem, scale_rule=rule)
+    assert np.array_equal(want.view(np.uint16), wide.astype(dt).view(np.uint16))
+
+
 def test_the_last_axis_is_the_default_and_negative_axes_count_from_the_end():
     x = np.random.default_rng(2).standard_normal((4, 64)).astype(np.float32)
     a = q.mx.fake_quantize(x, "mxfp4_e2m1", semantics="torchao")
@@ -166,10 +186,12 @@ def test_bad_element_formats_types_and_arguments():
     x = np.zeros((2, 32), np.float32)
     with pytest.raises(QDQError, match="elem='mxint4' is not known; allowed: mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3"):
         q.mx.fake_quantize(x, "mxint4")
-    with pytest.raises(QDQTypeError, match="x must be a NumPy array of float32"):
+    with pytest.raises(QDQTypeError, match="x must be a NumPy array of float32, float16 or bfloat16"):
         q.mx.fake_quantize([1.0, 2.0], "mxfp4_e2m1")
-    with pytest.raises(QDQTypeError, match="allowed: float32"):
-        q.mx.fake_quantize(x.astype(np.float16), "mxfp4_e2m1")
+    with pytest.raises(QDQTypeError, match="allowed: float32.*semantics='ocp' takes float16 and bfloat16"):
+        q.mx.fake_quantize(x.astype(np.float16), "mxfp4_e2m1", semantics="torchao")
+    with pytest.raises(QDQTypeError, match="float64"):
+        q.mx.fake_quantize(x.astype(np.float64), "mxfp4_e2m1")
     with pytest.raises(QDQTypeError, match="unexpected keyword argument .ragged.; arguments are: x, elem, block_size"):
         q.mx.fake_quantize(x, "mxfp4_e2m1", ragged=True)
     with pytest.raises(QDQTypeError, match="fake_quantize"):

@@ -142,7 +142,8 @@ class MXFakeQuant(Family):
         out = dict(kwargs)
         x = out.get("x")
         if not isinstance(x, np.ndarray):
-            raise QDQTypeError(f"x must be a NumPy array of float32 (got {type(x).__name__})", op=spec.name, arg="x")
+            raise QDQTypeError(f"x must be a NumPy array of float32, float16 or bfloat16 (got {type(x).__name__})",
+                               op=spec.name, arg="x")
         if "ragged" in out:
             raise QDQTypeError("ragged is set from x; it is not an argument", op=spec.name, arg="ragged")
         for name, allowed in (("elem", ELEMS), ("scale_rule", SCALE_RULES)):   # (torchao has no words: an enum)
@@ -234,8 +235,16 @@ class MXFakeQuant(Family):
                 "axis": len(shape) - 1, "scale_rule": attrs.get("scale_rule", SCALE_RULE.default)}   # the public arguments
 
 
+# The types x may have: float16 and bfloat16 are widened exactly, computed as float32 and y rounded to x's type
+# once (X * P is exact in float32). torchao takes float32 and bfloat16; its bfloat16 answers are the same but for
+# a NaN block's NaN (ATen's vectorised float -> bfloat16 conversion writes 0xFFFF), so semantics="torchao" is
+# float32 only for now.
+DTYPES = ("float32", "float16", "bfloat16")
+
+
 def _float32_only(spec, dtype):
-    return "this slice compiles float32 (torchao's MX path also takes bfloat16: next)" if dtype != "float32" else ""
+    return ("semantics='torchao' takes float32 here (torchao's bfloat16 NaN blocks are ATen's 0xFFFF); "
+            "semantics='ocp' takes float16 and bfloat16") if dtype != "float32" else ""
 
 
 # How the two references differ, as the template reads it (k.arith): torchao's byte 0 divides by 2^-126 (OCP:
@@ -246,15 +255,14 @@ TORCHAO_ARITH = {"byte0_exp": 126, "rceil_log2_f32": True, "nonfinite_block_nan"
 OCP_ARITH = {"byte0_exp": 127, "rceil_log2_f32": False, "nonfinite_block_nan": True, "canonical_nan_blocks": True}
 FAMILY = MXFakeQuant()
 FAMILY.rules_by_semantics = {
-    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", ("float32",), check=check, dtype_hint=_float32_only,
-                 arithmetic=OCP_ARITH),
+    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=check, arithmetic=OCP_ARITH),
     "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=check,
                      dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH),
 }
 
 SPECS = (
     OpSpec("MXFakeQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, RAGGED),
-           (result("y"),), ("float32",),
+           (result("y"),), DTYPES,
            "x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) "
            "and dequantized, in x's type.", variant=Variant(), namespace="mx",
            signature=("x", "elem", "block_size", "axis", "scale_rule"),

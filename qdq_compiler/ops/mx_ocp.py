@@ -9,7 +9,8 @@ the text's answer, and where the text is silent the choice is stated here (and i
       torchao's float32 log2). The E8M0 byte is s + 127; byte 0 is X = 2^-127, both to divide and to multiply.
   P = x / X rounded to the element format, ties to even, subnormals kept; beyond the largest normal it is clamped
       to it with its sign (§6.3).
-  y = X * P, exact in float32 (or inf beyond the largest float).
+  y = X * P, exact in float32 (or inf beyond the largest float); a float16 or bfloat16 x (widened exactly) gets y
+      rounded to its type once, to nearest even.
   A block holding a NaN or an infinity has no finite amax: its scale is NaN (byte 255) and every element comes
       back NaN (the spec: a NaN scale makes the block NaN; which NaN is ours: the canonical quiet NaN 0x7FC00000).
   A block of zeros has amax 0: s clamps to -127 (byte 0) and the elements are zeros of their signs.
