@@ -8,11 +8,11 @@ refuses a length that is not a multiple, we take a shorter last block (its scale
 as padding it with zeros, which is how the program and the oracle compute it; ``ragged``, set from the data).
 
 The program (templates/mx_fake_quant.mlir.j2) reads every scale from integer operations on the block's largest
-magnitude (its float32 bits), builds the element multiplier and the dequantized value from exponent arithmetic,
-and so gives NumPy's bits on the CPU targets, which flush subnormals: a subnormal x, a subnormal scale 2^-127 and
-subnormal results are built from their bits. RCEIL's ceil(log2(amax / max)) is torchao's float32 log2 as integer
-thresholds (a correctly rounded float32 log2 maps just above 2^k to k when k's binade is wide; the template's
-table, checked against the oracle for every exponent).
+magnitude (its float32 bits) and rounds x to the element grid scaled by the block's power of two directly on x's
+bits (quantize-then-dequantize by a power of two is exactly that), so it gives NumPy's bits on the CPU targets,
+which flush subnormals. RCEIL's ceil(log2(amax / max)) is torchao's float32 log2 as integer thresholds (a
+correctly rounded float32 log2 maps just above 2^k to k when k's binade is wide; the template's table, checked
+against the oracle for every exponent), or exact under OCP.
 """
 from __future__ import annotations
 
