@@ -23,7 +23,10 @@ from targets_util import require as require_target
 
 GOLDENS = json.loads((Path(MF.__file__).resolve().parent.parent / "goldens" / "mx" / "torchao.json").read_text())
 KINDS = sorted({(c["elem"], c["scale_rule"]) for c in GOLDENS["cases"] if c["elem"] != "nvfp4"})
-ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MF.ELEMS)]
+ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MXN.ELEMS)]   # torchao's formats, one rule each
+OCP_ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MF.ELEMS)]   # every format (MXINT8 too)
+SWEEP = [(e, r, sem) for e in MF.ELEMS for r in MF.SCALE_RULES for sem in ("ocp", "torchao")
+         if sem == "ocp" or e in MXN.ELEMS]
 
 
 def _bits(a) -> np.ndarray:
@@ -78,18 +81,18 @@ def _amax_sweep(e: MXN.Elem) -> np.ndarray:
     fam = MF.FAMILY.template_vars(MF.SPECS[0], {"elem": e.name, "scale_rule": "rceil", "block_size": 32,
                                                   "ragged": False})
     edges = np.concatenate([fam["thr_normal"] + np.arange(-40, 40), fam["thr_one"] + np.arange(-40, 40),
-                            np.arange(0, 64), [0x7F7FFFFF, 0x7F800000]])
+                            np.arange(0, 64), [0x7F7FFFFF, 0x7F800000],
+                            # subnormal amaxes where an emax of 0 (MXINT8) still tells them apart
+                            [0x3FFFFF, 0x400000, 0x400001, 0x7EFFEF, 0x7F0000, 0x7F0001, 0x7FFFFF]])
     a = np.concatenate([around.ravel(), near_max.ravel(), edges])
     return a[(a >= 0) & (a <= 0x7F800000)].astype(np.uint32).view(np.float32)
 
 
-@pytest.mark.parametrize("semantics", ["ocp", "torchao"])
-@pytest.mark.parametrize("rule", MF.SCALE_RULES)
-@pytest.mark.parametrize("elem", MF.ELEMS)
+@pytest.mark.parametrize("elem,rule,semantics", SWEEP)
 def test_every_scale_exponent_turns_where_the_reference_does(elem, rule, semantics):
     """One block per magnitude: the block's largest element is it, the rest a ramp below it with both signs,
     so that the scale, the elements' rounding near the largest and the dequantized value are all checked."""
-    amax = _amax_sweep(MXN.ELEMS[elem])
+    amax = _amax_sweep(MF.elem_info(elem))
     ramp = np.linspace(-1.0, 1.0, 31, dtype=np.float32)
     with np.errstate(all="ignore"):
         x = np.concatenate([amax[:, None], (amax[:, None] * ramp).astype(np.float32)], axis=1)
@@ -143,13 +146,27 @@ def test_16_bit_x_is_quantized_as_float32_and_rounded_back_once(target, dtype):
     lo = -24 if dtype == "float16" else -133
     x = (rng.standard_normal((6, 64)) * np.exp2(rng.integers(lo, 15, (6, 2)).repeat(32, 1))).astype(dt)
     x.reshape(-1)[:4] = [np.nan, np.inf, -0.0, 3]
-    for i, (elem, rule) in enumerate(ROTATING if target == "cpu" else ROTATING[1:2]):
+    for i, (elem, rule) in enumerate(OCP_ROTATING if target == "cpu" else OCP_ROTATING[1:2]):
         got = q.mx.fake_quantize(x, elem, scale_rule=rule, target=target)
         want = q.oracle.mx.fake_quantize(x, elem, scale_rule=rule)
         assert got.dtype == dt and np.array_equal(got.view(np.uint16), want.view(np.uint16)), (elem, rule)
     # the contract: the float32 answer on the widened x, rounded once
     wide = q.oracle.mx.fake_quantize(x.astype(np.float32), elem, scale_rule=rule)
     assert np.array_equal(want.view(np.uint16), wide.astype(dt).view(np.uint16))
+
+
+def test_mxint8_follows_the_text():
+    """OCP v1.0 MXINT8: n * 2^-6, emax 0, rounded to nearest even, clamped to +-127/64 (never -128), by hand."""
+    x = np.zeros((2, 32), np.float32)
+    x[0, :6] = 1.5, 1.99, 1 / 128, 3 / 128, -1.999, -0.0     # floor: X = 2^0
+    x[1, :3] = 100, -77.7, 0.3                                # floor: X = 2^6, so n = x (rounded)
+    y = q.mx.fake_quantize(x, "mxint8")
+    assert list(y[0, :6]) == [1.5, 127 / 64, 0, 2 / 64, -127 / 64, 0] and _bits(y[0, 5]) == 0x80000000
+    assert list(y[1, :3]) == [100, -78, 0]
+    c = q.mx.fake_quantize(x, "mxint8", scale_rule="ceil")   # X = 2^1: 1.99 / 2 -> 64/64, times 2
+    assert list(c[0, :2]) == [1.5, 2.0] and c[0, 4] == -2.0
+    with pytest.raises(QDQError, match="torchao 0.18.0 has no mxint8"):
+        q.mx.fake_quantize(x, "mxint8", semantics="torchao")
 
 
 def test_the_last_axis_is_the_default_and_negative_axes_count_from_the_end():
@@ -184,7 +201,7 @@ def test_bad_arguments_are_named_before_anything_compiles(kwargs, arg, words):
 
 def test_bad_element_formats_types_and_arguments():
     x = np.zeros((2, 32), np.float32)
-    with pytest.raises(QDQError, match="elem='mxint4' is not known; allowed: mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3"):
+    with pytest.raises(QDQError, match="elem='mxint4' is not known; allowed: mxfp8_e4m3, mxfp8_e5m2, .*, mxint8"):
         q.mx.fake_quantize(x, "mxint4")
     with pytest.raises(QDQTypeError, match="x must be a NumPy array of float32, float16 or bfloat16"):
         q.mx.fake_quantize([1.0, 2.0], "mxfp4_e2m1")

@@ -297,6 +297,11 @@ CASES: dict[str, list[Case]] = {
              {"elem": "mxfp8_e4m3", "scale_rule": "rceil", "axis": 1},
              {"x": np.concatenate([a32(bits32(0x4DE00001), 3e8, -1e8, 2.5e7, *np.linspace(-4e8, 4e8, 28)),
                                    a32(56, -55, 1.1, 0.3, *np.linspace(-50, 50, 28))]).reshape(2, 32)}, "?x?"),
+        Case("ocp_mxint8", "OCP, MXINT8 (n * 2^-6, emax 0), floor: row 0 X = 2^0, 1.99 -> 127/64 and -1.999 -> -127/64 "
+             "(clamped, never -2), 3/128 -> 2/64 and 1/128 -> 0 (ties to even); row 1 X = 2^6, -77.7 -> -78",
+             {"elem": "mxint8", "scale_rule": "floor", "axis": 1},
+             {"x": np.concatenate([a32(1.5, 1.99, 1 / 128, 3 / 128, -1.999, -0.0, *np.linspace(-1, 1, 26)),
+                                   a32(100, -77.7, 0.3, *np.linspace(-64, 64, 29))]).reshape(2, 32)}, "?x?"),
         Case("e4m3_floor", "torchao, MXFP8 E4M3, OCP's floor, blocks of 32 along the last axis: row 0's amax 480 gives "
              "byte 127 (2^0) and clamps to 448, 1.0625 ties to 1; row 1 below 2^-126 (byte 0): divided by 2^-126, "
              "multiplied back by 2^-127 (torchao: half its value), subnormal x and results built from their bits",

@@ -29,10 +29,21 @@ from .rules import Rules
 from .spec import OpSpec, attr, data, result
 
 F32, U32 = np.float32, np.uint32
-# The element formats: the name OCP and torchao use -> the storage row (storage.py) that rounds to it.
-ELEM_ROWS = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp8_e5m2": "float8_e5m2", "mxfp6_e2m3": "float6_e2m3fn",
-             "mxfp6_e3m2": "float6_e3m2fn", "mxfp4_e2m1": "float4_e2m1fn"}
-ELEMS = tuple(ELEM_ROWS)
+# The element formats: the name OCP and torchao use -> the grid the program rounds to (its storage row's exponent
+# bias and mantissa bits; MXINT8's n * 2^-6 as a grid of 6 fraction bits with emin 0).
+@dataclass(frozen=True)
+class Grid:
+    name: str
+    bias: int
+    mantissa_bits: int
+
+
+ELEM_GRIDS = {**{name: Grid(row.name, row.bias, row.mantissa_bits) for name, row in (
+    (n, storage.get(r)) for n, r in (("mxfp8_e4m3", "float8_e4m3fn"), ("mxfp8_e5m2", "float8_e5m2"),
+                                     ("mxfp6_e2m3", "float6_e2m3fn"), ("mxfp6_e3m2", "float6_e3m2fn"),
+                                     ("mxfp4_e2m1", "float4_e2m1fn")))},
+    "mxint8": Grid("int8 n * 2^-6", 1, 6)}
+ELEMS = tuple(ELEM_GRIDS)
 SCALE_RULES = MXN.SCALE_RULES
 
 ELEM = attr("elem", str, "mxfp8_e4m3", ELEMS, doc="the element format")
@@ -50,7 +61,7 @@ class Variant:
 
 
 def elem_info(name: str) -> MXN.Elem:
-    return MXN.ELEMS[name]
+    return MXO.ELEMS[name]
 
 
 # -- the NumPy reference -----------------------------------------------------------------------------------
@@ -174,8 +185,7 @@ class MXFakeQuant(Family):
 
     def template_vars(self, spec, attrs):
         e = elem_info(attrs["elem"])
-        row = storage.get(ELEM_ROWS[attrs["elem"]])
-        return {"elem": e, "row": row, "block_size": attrs["block_size"], "rule": attrs["scale_rule"],
+        return {"elem": e, "row": ELEM_GRIDS[attrs["elem"]], "block_size": attrs["block_size"], "rule": attrs["scale_rule"],
                 "ragged": attrs["ragged"], "fp8": e.is_fp8,
                 "max_mantissa": int(np.asarray(e.max_value, F32).view(U32)) & 0x7FFFFF,
                 # RCEIL: amax at least thr_normal gives a normal amax / max; below it, amax at least thr_one gives
@@ -184,7 +194,7 @@ class MXFakeQuant(Family):
                 "nan_pos": _nan_decoded(e, 0x7F), "nan_neg": _nan_decoded(e, 0xFF)}
 
     def matrix_variants(self, spec):
-        """Each element format under each scale rule (20), blocks along the last axis or a middle one, a ragged
+        """Each element format under each scale rule (24), blocks along the last axis or a middle one, a ragged
         last block in every other one; the block size 32, or 8 in a quarter (more blocks per sample)."""
         out = []
         for i, e in enumerate(ELEMS):
@@ -253,11 +263,22 @@ def _float32_only(spec, dtype):
 TORCHAO_ARITH = {"byte0_exp": 126, "rceil_log2_f32": True, "nonfinite_block_nan": False,
                  "canonical_nan_blocks": False}
 OCP_ARITH = {"byte0_exp": 127, "rceil_log2_f32": False, "nonfinite_block_nan": True, "canonical_nan_blocks": True}
+def _torchao_check(c, spec, arrays, attrs):
+    if attrs["elem"] not in MXN.ELEMS:
+        c.fail(f"semantics='torchao': torchao 0.18.0 has no {attrs['elem']} (its to_mx asserts 'unsupported'); "
+               f"allowed: {', '.join(MXN.ELEMS)} (semantics='ocp' takes {attrs['elem']})", "elem")
+    check(c, spec, arrays, attrs)
+
+
+def _torchao_has(spec, attrs) -> bool:
+    return attrs.get("elem", ELEM.default) in MXN.ELEMS
+
+
 FAMILY = MXFakeQuant()
 FAMILY.rules_by_semantics = {
     "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=check, arithmetic=OCP_ARITH),
-    "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=check,
-                     dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH),
+    "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
+                     dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has),
 }
 
 SPECS = (

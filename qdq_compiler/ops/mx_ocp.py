@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mx_numerics import ELEMS, SCALE_RULES, Elem
+from .mx_numerics import ELEMS as FLOAT_ELEMS
+from .mx_numerics import SCALE_RULES, Elem
 
 F32, U32 = np.float32, np.uint32
 QNAN = np.uint32(0x7FC00000).view(F32)
+# MXINT8 (OCP v1.0 section 5.3.4): two's complement int8 n standing for n * 2^-6, emax 0; clamped to the largest
+# normal, 127/64 (-128, -2.0, is never produced: the spec clamps to the max normal with the sign, as microxcaling
+# does). As a grid: 6 fraction bits, the same step 2^-6 from 0 to 2 (emin 0, no subnormal step change).
+MXINT8 = Elem("mxint8", 127 / 64, 0, 0, 6, None)
+ELEMS: dict[str, Elem] = {**FLOAT_ELEMS, MXINT8.name: MXINT8}
 
 
 def _floor_log2(a: np.ndarray) -> np.ndarray:
@@ -51,8 +57,7 @@ def block_exponents(amax: np.ndarray, e: Elem, rule: str) -> np.ndarray:
         # amax's float32 bits rounded half up to the element's mantissa width (a carry bumps the exponent)
         bits = safe.astype(F32).view(U32).astype(np.int64)
         rounded = ((bits + (1 << (22 - e.mbits))) & 0xFF800000)
-        s = ((rounded >> 23) & 0xFF) - 127 - e.emax
-        s = np.where(safe < 2.0 ** -126, fl - e.emax, s)   # a subnormal amax: clamps to -127 either way
+        s = ((rounded >> 23) & 0xFF) - 127 - e.emax   # (a subnormal amax too: its bits, as torchao's rule reads them)
     else:   # rceil: the smallest k with amax <= max * 2^k
         k = fl - _floor_log2(np.full_like(safe, e.max_value))
         k = np.where(safe > np.ldexp(e.max_value, k), k + 1, k)
@@ -73,7 +78,10 @@ def fake_quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) 
     X = np.ldexp(1.0, np.where(nan_block, 0, s))[..., None]
     with np.errstate(all="ignore"):
         q = np.clip(np.where(nan_block[..., None], 0.0, xb) / X, -e.max_value, e.max_value)
-        p = q.astype(e.np_type).astype(np.float64)     # round to nearest even (ml_dtypes), subnormals kept
+        if e.np_type is None:                          # MXINT8: n = rint(q * 64), ties to even
+            p = np.rint(q * 64.0) / 64.0
+        else:
+            p = q.astype(e.np_type).astype(np.float64)  # round to nearest even (ml_dtypes), subnormals kept
         y = (p * X).astype(F32)                        # exact, or inf beyond float32
     y = np.where(nan_block[..., None], QNAN, y)
     return y.reshape(rows.shape)
