@@ -226,3 +226,21 @@ def test_the_public_function_is_generated_and_current():
     for kind in ("compiled", "oracle"):
         assert gen.FILES["mx", kind].read_text() == gen.render("mx", kind)
     assert q.mx.__all__ == ["fake_quantize"] and q.oracle.mx.__all__ == ["fake_quantize"]
+
+
+def test_a_bundle_of_mx_programs_answers_as_the_namespace(tmp_path):
+    """examples/mx_bundle.json: built, loaded, called with x alone (the attributes are baked), the oracle's bits;
+    an x whose length does not fit how an entry was built is named, not computed."""
+    from qdq_compiler.jobs.bundle import build_bundle
+    build_bundle(Path(__file__).resolve().parent.parent / "examples" / "mx_bundle.json", tmp_path / "b",
+                 targets=["cpu"])
+    b = q.load_bundle(tmp_path / "b", target="cpu")
+    rng = np.random.default_rng(11)
+    x, w, v = (rng.standard_normal(s).astype(np.float32) for s in ((5, 64), (3, 96), (4, 70)))
+    assert np.array_equal(_bits(b.act_mxfp8(x=x)), _bits(q.oracle.mx.fake_quantize(x, "mxfp8_e4m3")))
+    assert np.array_equal(_bits(b.w_mxfp4(x=w)), _bits(q.oracle.mx.fake_quantize(w, "mxfp4_e2m1", scale_rule="rceil",
+                                                                             semantics="torchao")))
+    assert np.array_equal(_bits(b.w_mxint8_ragged(x=v)), _bits(q.oracle.mx.fake_quantize(v, "mxint8")))
+    with pytest.raises(QDQError, match="70 elements along axis 1, not a multiple of block_size 32; this program was "
+                                       "built with ragged=False"):
+        b.act_mxfp8(x=v)

@@ -155,8 +155,6 @@ class MXFakeQuant(Family):
         if not isinstance(x, np.ndarray):
             raise QDQTypeError(f"x must be a NumPy array of float32, float16 or bfloat16 (got {type(x).__name__})",
                                op=spec.name, arg="x")
-        if "ragged" in out:
-            raise QDQTypeError("ragged is set from x; it is not an argument", op=spec.name, arg="ragged")
         for name, allowed in (("elem", ELEMS), ("scale_rule", SCALE_RULES)):   # (torchao has no words: an enum)
             if name in out and out[name] not in allowed:
                 raise QDQError(f"{name}={out[name]!r} is not known; allowed: {', '.join(allowed)}", op=spec.name,
@@ -165,7 +163,12 @@ class MXFakeQuant(Family):
         if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and x.ndim and -x.ndim <= axis < x.ndim:
             out["axis"] = int(axis) % x.ndim
             if isinstance(bs, (int, np.integer)) and not isinstance(bs, bool) and bs > 0:
-                out["ragged"] = bool(x.shape[out["axis"]] % bs)
+                ragged = bool(x.shape[out["axis"]] % bs)
+                if out.get("ragged", ragged) != ragged:   # a program built for the other kind (a bundle entry)
+                    raise QDQError(f"x has {x.shape[out['axis']]} elements along axis {out['axis']}, "
+                                   f"{'not ' if ragged else ''}a multiple of block_size {bs}; this program was built "
+                                   f"with ragged={out['ragged']} (build it with ragged={ragged})", op=spec.name, arg="x")
+                out["ragged"] = ragged
         return out
 
     def channel_axis(self, spec, attrs, rank):
