@@ -55,11 +55,6 @@ RAGGED = attr("ragged", bool, False, doc="set from the data: the axis is not a m
                                           "last block)")
 
 
-@dataclass(frozen=True)
-class Variant:
-    fake: bool = True   # quantize and dequantize in one program (the only op so far)
-
-
 def elem_info(name: str) -> MXN.Elem:
     return MXO.ELEMS[name]
 
@@ -288,7 +283,7 @@ SPECS = (
     OpSpec("MXFakeQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, RAGGED),
            (result("y"),), DTYPES,
            "x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) "
-           "and dequantized, in x's type.", variant=Variant(), namespace="mx",
+           "and dequantized, in x's type.", namespace="mx",
            signature=("x", "elem", "block_size", "axis", "scale_rule"),
            public_defaults=(("block_size", 32), ("axis", -1), ("scale_rule", "floor")), public_name="fake_quantize"),
 )
