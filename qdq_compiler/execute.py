@@ -311,6 +311,9 @@ def result_shape(call: Call, i: int) -> tuple[int, ...]:
     if layout == ops.RANGE:   # the range parameters' shape: [C] per-channel, 0-d per-tensor
         ranged = call.spec.inputs_of(ops.RANGE)
         return call.arrays[ranged[0]].shape if ranged else ()
+    if layout == ops.BLOCKS:  # the data's, ceil(C / block_size) blocks along the channel axis (MX's scales)
+        axis, size = call.per_channel_axis(), call.spec.family.block_size(call.spec, call.attrs)
+        return tuple(-(-d // size) if i == axis else d for i, d in enumerate(call.data.shape))
     return ()
 
 

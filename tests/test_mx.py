@@ -161,7 +161,7 @@ def test_mxint8_follows_the_text():
     x[0, :6] = 1.5, 1.99, 1 / 128, 3 / 128, -1.999, -0.0     # floor: X = 2^0
     x[1, :3] = 100, -77.7, 0.3                                # floor: X = 2^6, so n = x (rounded)
     y = q.mx.fake_quantize(x, "mxint8")
-    assert list(y[0, :6]) == [1.5, 127 / 64, 0, 2 / 64, -127 / 64, 0] and _bits(y[0, 5]) == 0x80000000
+    assert list(y[0, :6]) == [1.5, 127 / 64, 0, 2 / 64, -127 / 64, 0] and _bits(y[0, 5]) == 0   # no -0 in an int8
     assert list(y[1, :3]) == [100, -78, 0]
     c = q.mx.fake_quantize(x, "mxint8", scale_rule="ceil")   # X = 2^1: 1.99 / 2 -> 64/64, times 2
     assert list(c[0, :2]) == [1.5, 2.0] and c[0, 4] == -2.0
@@ -225,7 +225,8 @@ def test_the_public_function_is_generated_and_current():
     spec.loader.exec_module(gen)
     for kind in ("compiled", "oracle"):
         assert gen.FILES["mx", kind].read_text() == gen.render("mx", kind)
-    assert q.mx.__all__ == ["fake_quantize"] and q.oracle.mx.__all__ == ["fake_quantize"]
+    names = ["fake_quantize", "quantize", "dequantize"]
+    assert q.mx.__all__ == names and q.oracle.mx.__all__ == names
 
 
 def test_a_bundle_of_mx_programs_answers_as_the_namespace(tmp_path):
@@ -241,6 +242,12 @@ def test_a_bundle_of_mx_programs_answers_as_the_namespace(tmp_path):
     assert np.array_equal(_bits(b.w_mxfp4(x=w)), _bits(q.oracle.mx.fake_quantize(w, "mxfp4_e2m1", scale_rule="rceil",
                                                                              semantics="torchao")))
     assert np.array_equal(_bits(b.w_mxint8_ragged(x=v)), _bits(q.oracle.mx.fake_quantize(v, "mxint8")))
+    elements, scales = b.store_mxfp4(x=x)   # the stored form: codes and E8M0 scales, and back
+    want_e, want_s = q.oracle.mx.quantize(x, "mxfp4_e2m1")
+    assert elements.dtype == want_e.dtype and np.array_equal(elements.view(np.uint8), want_e.view(np.uint8))
+    assert scales.shape == (5, 2) and np.array_equal(scales.view(np.uint8), want_s.view(np.uint8))
+    assert np.array_equal(_bits(b.load_mxfp4(elements=elements, scales=scales)),
+                          _bits(q.oracle.mx.fake_quantize(x, "mxfp4_e2m1")))
     with pytest.raises(QDQError, match="70 elements along axis 1, not a multiple of block_size 32; this program was "
                                        "built with ragged=False"):
         b.act_mxfp8(x=v)

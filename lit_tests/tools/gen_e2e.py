@@ -325,6 +325,34 @@ CASES: dict[str, list[Case]] = {
                                              a32(0.5, np.nan, 1.75, 0.1)])], axis=1)[None]}, "?x?x?",
              semantics="torchao"),
     ],
+    "MXQuantize": [
+        Case("ocp_e2m1_codes", "OCP, MXFP4 E2M1, floor: row 0's amax 7 gives X = 2^0 (byte 127): 7 saturates to code 7, "
+             "-3 is 0xD, 0.25 ties to 0 and 0.75 to 1.0 (code 2), -0 is 0x8; row 1 below 2^-126: byte 0 (X = 2^-127), "
+             "codes from x's bits",
+             {"elem": "mxfp4_e2m1", "scale_rule": "floor", "axis": 1},
+             {"x": np.concatenate([a32(7, -3, 0.25, 0.75, -0.0, *np.linspace(-6, 6, 27)),
+                                   a32(3e-39, -1e-39, 5e-40, 1e-45, -0.0, *np.linspace(-2e-39, 2e-39, 27))]
+                                  ).reshape(2, 32)}, "?x?"),
+        Case("ocp_e5m2_rceil_ragged", "OCP, MXFP8 E5M2, rceil, blocks of 32 along the middle axis of 1x33x2 (a block of "
+             "1 at the end, its own scale); a NaN makes its block's scale 255 and its codes 0",
+             {"elem": "mxfp8_e5m2", "scale_rule": "rceil", "axis": 1, "ragged": True},
+             {"x": np.stack([np.concatenate([a32(60000, -1, 2.5e-5, 3), np.linspace(-9, 9, 28, dtype=F32), a32(-0.5)]),
+                             np.concatenate([a32(np.nan, 2, 3, 4), np.linspace(-1, 1, 28, dtype=F32), a32(1e30)])],
+                            axis=1)[None]}, "?x?x?"),
+    ],
+    "MXDequantize": [
+        Case("ocp_e4m3_specials", "OCP, MXFP8 E4M3: 0x38 (1.0) times 2^0; the NaN codes 0x7F and 0xFF give 0x7FC00000; "
+             "row 1 at byte 0: 1.0 * 2^-127, a float32 subnormal kept (not flushed); row 2's scale is NaN (255)",
+             {"elem": "mxfp8_e4m3", "axis": 1},
+             {"elements": np.array([[0x38, 0x7F, 0xFF, 0xB8] + [0x30] * 28, [0x38, 0x01, 0x81, 0x7E] + [0] * 28,
+                                    [0x38] * 32], np.uint8).view(ml_dtypes.float8_e4m3fn),
+              "scales": np.array([[127], [0], [255]], np.uint8).view(ml_dtypes.float8_e8m0fnu)}, "?x?"),
+        Case("ocp_mxint8_ragged", "OCP, MXINT8, blocks of 32 along the last axis of 2x34 (a block of 2 at the end): "
+             "-128 is -2.0 times X, 127 is 127/64; byte 254 is 2^127 (127 * 2^121 is finite)",
+             {"elem": "mxint8", "axis": 1, "ragged": True},
+             {"elements": np.array([[-128, 127, 1, -1] + [5] * 30, [64] * 34], np.int8),
+              "scales": np.array([[127, 254], [120, 0]], np.uint8).view(ml_dtypes.float8_e8m0fnu)}, "?x?"),
+    ],
     "QuantizeDequantizeLinear": [
         Case("uint8_blocks", "uint8 in blocks of 2 along axis 1 of 2x5 (a ragged last block): each block's scale "
              "and zero point", {"output_dtype": "uint8", "granularity": "block", "block_size": 2, "axis": 1},
@@ -475,6 +503,9 @@ QUIRK_TARGETS = {
     # subnormal x and results built from bits (FTZ on cpu and vmvx), and a block reduction along the middle axis
     # behind a barrier on Vulkan (unfused_middle_reductions)
     "MXFakeQuantize": TARGETS,
+    # the codes and scales cross as i8 containers; byte 0's subnormal products built from bits (FTZ on cpu, vmvx)
+    "MXQuantize": TARGETS,
+    "MXDequantize": TARGETS,
 }
 
 

@@ -2,8 +2,10 @@
 E2M3/E3M2, MXFP4 E2M1) with one E8M0 scale per block, under the four scale rules torchao has, as torchao 0.18.0
 computes them (semantics ``torchao``; its steps, measured: ops/mx_numerics.py, held to 751 goldens).
 
-One op, ``MXFakeQuantize`` (public: ``qdq_compiler.mx.fake_quantize``): x quantized to the format block by block
-along ``axis`` and dequantized, in float32. Blocks are ``block_size`` consecutive elements of that axis; torchao
+Three ops, one template: ``MXFakeQuantize`` (public: ``qdq_compiler.mx.fake_quantize``): x quantized to the format
+block by block along ``axis`` and dequantized, in x's type; ``MXQuantize`` (``quantize``): the stored form, element
+codes and E8M0 scales (a BLOCKS result), and ``MXDequantize`` (``dequantize``) back, under ``ocp`` only
+(templates/mx_encode.mlir.j2, mx_decode.mlir.j2). Blocks are ``block_size`` consecutive elements of that axis; torchao
 refuses a length that is not a multiple, we take a shorter last block (its scale from its own elements: the same
 as padding it with zeros, which is how the program and the oracle compute it; ``ragged``, set from the data).
 
@@ -20,13 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import storage
+from .. import dtypes, storage
 from ..errors import QDQError, QDQTypeError
 from . import mx_numerics as MXN
 from . import mx_ocp as MXO
 from .family import AXIS, Family
 from .rules import Rules
-from .spec import OpSpec, attr, data, result
+from .spec import BLOCKS, RANGE, OpSpec, Output, attr, data, fixed, result
 
 F32, U32 = np.float32, np.uint32
 # The element formats: the name OCP and torchao use -> the grid the program rounds to (its storage row's exponent
@@ -51,6 +53,10 @@ BLOCK_SIZE = attr("block_size", int, 32, doc="the elements along axis one scale 
 AXIS_ATTR = attr("axis", int, -1, doc="the axis the blocks run along (negative: from the end; torchao: the last)")
 SCALE_RULE = attr("scale_rule", str, "floor", SCALE_RULES,
                   doc="how the E8M0 scale is chosen from the block's amax: floor (OCP v1.0), ceil, even, rceil")
+ELEM_TYPE = attr("elem_type", str, "float8_e4m3fn", tuple(MXO.STORAGE.values()),
+                 doc="set from elem (dequantize: elem from it, the elements' type): the type the element codes are in")
+OUT_DTYPE = attr("out_dtype", str, "float32", ("float32", "float16", "bfloat16"),
+                 doc="dequantize: the result's type (rounded to it once, to nearest even)")
 RAGGED = attr("ragged", bool, False, doc="set from the data: the axis is not a multiple of block_size (a shorter "
                                           "last block)")
 
@@ -62,14 +68,14 @@ def elem_info(name: str) -> MXN.Elem:
 # -- the NumPy reference -----------------------------------------------------------------------------------
 
 
-def _as_rows(x: np.ndarray, axis: int, block_size: int) -> tuple[np.ndarray, tuple, int]:
+def _as_rows(x: np.ndarray, axis: int, block_size: int, dtype=F32) -> tuple[np.ndarray, tuple, int]:
     """x with ``axis`` last, as [rows, C padded with zeros to a multiple of block_size]; the moved shape and C."""
     moved = np.moveaxis(x, axis, -1)
     c = moved.shape[-1]
     rows = moved.reshape(-1, c)
     pad = -c % block_size
     if pad:
-        rows = np.concatenate([rows, np.zeros((rows.shape[0], pad), F32)], axis=1)
+        rows = np.concatenate([rows, np.zeros((rows.shape[0], pad), dtype)], axis=1)
     return rows, moved.shape, c
 
 
@@ -87,9 +93,43 @@ def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, ref
     return np.moveaxis(deq[:, :c].reshape(moved_shape), -1, axis)
 
 
+def quantize(x, elem: str, block_size: int, axis: int, scale_rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """(elements in MXO.STORAGE[elem], float8_e8m0fnu scales of x's shape with ceil(C / block_size) along axis)
+    as the OCP text says (ops/mx_ocp.py)."""
+    x = np.asarray(x, F32)
+    t = storage.get(MXO.STORAGE[elem])
+    nb_shape = list(x.shape)
+    nb_shape[axis] = -(-x.shape[axis] // block_size)
+    if x.size == 0:
+        return np.zeros(x.shape, t.np), np.zeros(nb_shape, storage.get("float8_e8m0fnu").np)
+    rows, moved_shape, c = _as_rows(x, axis, block_size)
+    codes, scale_bytes = MXO.quantize_rows(rows, elem, scale_rule, block_size)
+    elements = np.moveaxis(codes[:, :c].reshape(moved_shape), -1, axis)
+    scales = np.moveaxis(scale_bytes.reshape(moved_shape[:-1] + (-1,)), -1, axis)
+    return (storage.from_codes(np.ascontiguousarray(elements).astype(t.code_dtype), t.np),
+            storage.from_codes(np.ascontiguousarray(scales).astype(np.uint8).view(np.int8), "float8_e8m0fnu"))
+
+
+def dequantize(elements, scales, elem: str, block_size: int, axis: int) -> np.ndarray:
+    """float32 X * P of the codes and E8M0 scales (ops/mx_ocp.py: a NaN scale or element gives 0x7FC00000)."""
+    if elements.size == 0:
+        return np.zeros(elements.shape, F32)
+    codes = storage.to_codes(elements).astype(np.int64)
+    if MXO.ELEMS[elem].np_type is not None:
+        codes &= 0xFF
+    rows, moved_shape, c = _as_rows(codes, axis, block_size, np.int64)
+    scale_rows = np.moveaxis(storage.to_codes(scales).astype(np.int64) & 0xFF, axis, -1).reshape(rows.shape[0], -1)
+    y = MXO.dequantize_rows(rows, scale_rows, elem, block_size)
+    return np.moveaxis(y[:, :c].reshape(moved_shape), -1, axis)
+
+
 def _oracle(reference: str):
     def oracle(call):
-        a = call.attrs
+        a, kind = call.attrs, call.spec.variant.kind
+        if kind == "quantize":
+            return quantize(call.arrays["x"], a["elem"], a["block_size"], a["axis"], a["scale_rule"])
+        if kind == "dequantize":
+            return (dequantize(call.arrays["elements"], call.arrays["scales"], a["elem"], a["block_size"], a["axis"]),)
         return (fake_quantize(call.arrays["x"], a["elem"], a["block_size"], a["axis"], a["scale_rule"], reference),)
     return oracle
 
@@ -98,14 +138,20 @@ def _oracle(reference: str):
 
 
 def check(c, spec, arrays, attrs):
-    x = arrays["x"]
+    name = spec.data_input
+    x = arrays[name]
     bs, axis = attrs["block_size"], attrs["axis"]
     if x.ndim == 0:
-        c.fail("x must have at least one dimension (the blocks run along an axis)", "x")
+        c.fail(f"{name} must have at least one dimension (the blocks run along an axis)", name)
     if bs <= 0:
         c.fail(f"block_size={bs} must be a positive integer (OCP: 32)", "block_size")
     if not -x.ndim <= axis < x.ndim:
-        c.fail(f"axis={axis} is out of range for x of rank {x.ndim}; allowed: {-x.ndim}..{x.ndim - 1}", "axis")
+        c.fail(f"axis={axis} is out of range for {name} of rank {x.ndim}; allowed: {-x.ndim}..{x.ndim - 1}", "axis")
+    if "scales" in arrays:   # dequantize: one scale per block
+        want = tuple(-(-d // bs) if i == axis % x.ndim else d for i, d in enumerate(x.shape))
+        if arrays["scales"].shape != want:
+            c.fail(f"scales has shape {list(arrays['scales'].shape)}; elements of shape {list(x.shape)} in blocks of "
+                   f"{bs} along axis {axis} need {list(want)}", "scales")
 
 
 # -- the family ----------------------------------------------------------------------------------------------
@@ -144,27 +190,54 @@ class MXFakeQuant(Family):
         return None
 
     def public_arguments(self, spec, kwargs):
-        """x as an array; axis made non-negative; ``ragged`` set from x's extent along it."""
+        """The data as an array (dequantize: elem from the elements' type, the scales' type checked); elem_type set
+        from elem; axis made non-negative; ``ragged`` set from the data's extent along it."""
         out = dict(kwargs)
-        x = out.get("x")
-        if not isinstance(x, np.ndarray):
+        name = spec.data_input
+        x = out.get(name)
+        if spec.variant.kind == "dequantize":
+            elem = _ELEM_OF_TYPE.get(getattr(getattr(x, "dtype", None), "name", None))
+            if not isinstance(x, np.ndarray) or elem is None:
+                got = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
+                raise QDQTypeError(f"elements must be a NumPy array of an MX element type: "
+                                   f"{', '.join(MXO.STORAGE.values())} (got {got})", op=spec.name, arg="elements")
+            sc = out.get("scales")
+            if not isinstance(sc, np.ndarray) or sc.dtype != storage.get("float8_e8m0fnu").np:
+                got = sc.dtype if isinstance(sc, np.ndarray) else type(sc).__name__
+                raise QDQTypeError(f"scales must be a NumPy array of float8_e8m0fnu (the E8M0 scales; got {got})",
+                                   op=spec.name, arg="scales")
+            out["elem"] = elem
+        elif not isinstance(x, np.ndarray):
             raise QDQTypeError(f"x must be a NumPy array of float32, float16 or bfloat16 (got {type(x).__name__})",
                                op=spec.name, arg="x")
-        for name, allowed in (("elem", ELEMS), ("scale_rule", SCALE_RULES)):   # (torchao has no words: an enum)
-            if name in out and out[name] not in allowed:
-                raise QDQError(f"{name}={out[name]!r} is not known; allowed: {', '.join(allowed)}", op=spec.name,
-                               arg=name)
+        for key, allowed in (("elem", ELEMS), ("scale_rule", SCALE_RULES)):   # (torchao has no words: an enum)
+            if key in out and out[key] not in allowed:
+                raise QDQError(f"{key}={out[key]!r} is not known; allowed: {', '.join(allowed)}", op=spec.name,
+                               arg=key)
+        if "elem_type" in spec.attr_map:
+            out["elem_type"] = MXO.STORAGE[out.get("elem", ELEM.default)]
         axis, bs = out.get("axis", -1), out.get("block_size", 32)
         if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and x.ndim and -x.ndim <= axis < x.ndim:
             out["axis"] = int(axis) % x.ndim
             if isinstance(bs, (int, np.integer)) and not isinstance(bs, bool) and bs > 0:
                 ragged = bool(x.shape[out["axis"]] % bs)
                 if out.get("ragged", ragged) != ragged:   # a program built for the other kind (a bundle entry)
-                    raise QDQError(f"x has {x.shape[out['axis']]} elements along axis {out['axis']}, "
+                    raise QDQError(f"{name} has {x.shape[out['axis']]} elements along axis {out['axis']}, "
                                    f"{'not ' if ragged else ''}a multiple of block_size {bs}; this program was built "
-                                   f"with ragged={out['ragged']} (build it with ragged={ragged})", op=spec.name, arg="x")
+                                   f"with ragged={out['ragged']} (build it with ragged={ragged})", op=spec.name,
+                                   arg=name)
                 out["ragged"] = ragged
         return out
+
+    def element_dtype(self, spec, kwargs):
+        """dequantize's T: its result's type, out_dtype."""
+        if spec.variant.kind != "dequantize":
+            return None
+        out = kwargs.get("out_dtype", OUT_DTYPE.default)
+        return dtypes.np_of(out) if out in OUT_DTYPE.choices else None   # (else the attribute check names it)
+
+    def operand_layout(self, spec, attrs, operand):
+        return BLOCKS if operand.layout == RANGE else operand.layout
 
     def channel_axis(self, spec, attrs, rank):
         return attrs["axis"] % rank if rank else None
@@ -176,14 +249,16 @@ class MXFakeQuant(Family):
         return attrs["block_size"]
 
     def structural(self, spec):
-        return frozenset({"elem", "block_size", "axis", "scale_rule", "ragged"})
+        return frozenset({"elem", "elem_type", "block_size", "axis", "scale_rule", "ragged"}) & set(spec.attr_map)
 
     def reduces(self, spec, attrs):
         return False   # a block's amax is a reduction of block_size elements, not of the data
 
     def template_vars(self, spec, attrs):
         e = elem_info(attrs["elem"])
-        return {"elem": e, "row": ELEM_GRIDS[attrs["elem"]], "block_size": attrs["block_size"], "rule": attrs["scale_rule"],
+        return {"kind": spec.variant.kind, "elem": e, "row": ELEM_GRIDS[attrs["elem"]],
+                "code_type": storage.get(MXO.STORAGE[attrs["elem"]]), "block_size": attrs["block_size"],
+                "rule": attrs.get("scale_rule", "floor"),
                 "ragged": attrs["ragged"], "fp8": e.is_fp8,
                 "max_mantissa": int(np.asarray(e.max_value, F32).view(U32)) & 0x7FFFFF,
                 # RCEIL: amax at least thr_normal gives a normal amax / max; below it, amax at least thr_one gives
@@ -200,6 +275,9 @@ class MXFakeQuant(Family):
                 n = i * len(SCALE_RULES) + j
                 out.append({"elem": e, "scale_rule": r, "block_size": 8 if n % 4 == 3 else 32,
                             "axis": 1, "ragged": bool(n % 2)})
+        if spec.variant.kind != "fake":   # the stored form: each format once, the rules (quantize) in turn
+            out = [{k: v for k, v in a.items() if k in spec.attr_map} | {"elem_type": MXO.STORAGE[a["elem"]]}
+                   for a in out[1::5]]
         return out
 
     def sample_shape(self, spec, attrs, size):
@@ -233,12 +311,33 @@ class MXFakeQuant(Family):
                     view[row, lo:hi] = rng.standard_normal((hi - lo, view.shape[2])) * 2.0 ** -135
                 else:
                     view[row, lo + 1] = {"nan": np.nan, "inf": np.inf, "ninf": -np.inf}[what]
-            calls.append(self.public_arguments(spec, {"x": v, "elem": attrs["elem"], "block_size": bs, "axis": axis,
-                                                      "scale_rule": attrs["scale_rule"]}))
+            kwargs = {"x": v, "elem": attrs["elem"], "block_size": bs, "axis": axis,
+                      "scale_rule": attrs.get("scale_rule", SCALE_RULES[len(calls)])}
+            if spec.variant.kind == "dequantize":
+                kwargs = self._stored(v, attrs["elem"], bs, kwargs["scale_rule"], rng, x.dtype.name)
+            calls.append(self.public_arguments(spec, kwargs))
         return calls
+
+    def _stored(self, v, elem, bs, rule, rng, out_dtype):
+        """dequantize's arguments: v quantized (axis 1), then codes of every kind sprinkled (NaN and inf where the
+        format has them) and scales 0, 254 and 255 (NaN)."""
+        elements, scales = quantize(v, elem, bs, 1, rule)
+        codes, sb = storage.to_codes(elements).copy(), storage.to_codes(scales).copy()
+        t = storage.get(MXO.STORAGE[elem])
+        hit = rng.random(codes.shape) < 0.05
+        codes[hit] = rng.integers(t.min, t.max + 1, int(hit.sum())) if not t.is_float else \
+            rng.integers(0, 1 << t.bits, int(hit.sum())).astype(np.uint8).view(np.int8)
+        sb.reshape(-1)[rng.integers(0, sb.size, 3)] = np.array([0, 254, 255], np.uint8).view(np.int8)
+        return {"elements": storage.from_codes(codes, t.np), "scales": storage.from_codes(sb, "float8_e8m0fnu"),
+                "block_size": bs, "axis": 1, "out_dtype": out_dtype}
 
     def bench_kwargs(self, spec, attrs, shape, rng):
         x = rng.standard_normal(shape, dtype=F32) * F32(2)
+        if spec.variant.kind == "dequantize":
+            elements, scales = quantize(x, attrs.get("elem", ELEM.default), attrs.get("block_size", 32), len(shape) - 1,
+                                        "floor")
+            return {"elements": elements, "scales": scales, "block_size": attrs.get("block_size", 32),
+                    "axis": len(shape) - 1}
         return {"x": x, "elem": attrs.get("elem", ELEM.default), "block_size": attrs.get("block_size", BLOCK_SIZE.default),
                 "axis": len(shape) - 1, "scale_rule": attrs.get("scale_rule", SCALE_RULE.default)}   # the public arguments
 
@@ -272,11 +371,24 @@ def _torchao_has(spec, attrs) -> bool:
     return attrs.get("elem", ELEM.default) in MXN.ELEMS
 
 
+def _ocp_only(spec) -> str:
+    return "" if spec.variant.kind == "fake" else (
+        f"semantics='torchao': {spec.function_name} is OCP's stored form only here (torchao's codes in a NaN "
+        f"block depend on the NaN's payload); semantics='ocp' has it")
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str = "fake"   # "fake" (quantize and dequantize in one), "quantize" (codes and scales) or "dequantize"
+
+
+_ELEM_OF_TYPE = {t: e for e, t in MXO.STORAGE.items()}
 FAMILY = MXFakeQuant()
 FAMILY.rules_by_semantics = {
     "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=check, arithmetic=OCP_ARITH),
     "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
-                     dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has),
+                     dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has,
+                     unsupported=_ocp_only),
 }
 
 SPECS = (
@@ -285,6 +397,21 @@ SPECS = (
            "x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) "
            "and dequantized, in x's type.", namespace="mx",
            signature=("x", "elem", "block_size", "axis", "scale_rule"),
-           public_defaults=(("block_size", 32), ("axis", -1), ("scale_rule", "floor")), public_name="fake_quantize"),
+           public_defaults=(("block_size", 32), ("axis", -1), ("scale_rule", "floor")), public_name="fake_quantize",
+           variant=Variant()),
+    OpSpec("MXQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ELEM_TYPE, RAGGED),
+           (result("elements", "attr:elem_type"), Output("scales", BLOCKS, "float8_e8m0fnu")), DTYPES,
+           "x in an MX format: (elements, scales), the element codes (ml_dtypes, one per byte; MXINT8: int8) and one "
+           "float8_e8m0fnu scale per block along axis, chosen by scale_rule.", namespace="mx",
+           signature=("x", "elem", "block_size", "axis", "scale_rule"),
+           public_defaults=(("block_size", 32), ("axis", -1), ("scale_rule", "floor")), public_name="quantize",
+           variant=Variant("quantize")),
+    OpSpec("MXDequantize", FAMILY, (fixed("elements", "data", "attr:elem_type"),
+                                    fixed("scales", "scale", "float8_e8m0fnu", RANGE, 1.0)),
+           (ELEM, BLOCK_SIZE, AXIS_ATTR, ELEM_TYPE, OUT_DTYPE, RAGGED), (result("y"),), DTYPES,
+           "y = X * P: the elements (their type names the format) times their block's E8M0 scale, in out_dtype.",
+           namespace="mx", signature=("elements", "scales", "block_size", "axis", "out_dtype"),
+           public_defaults=(("block_size", 32), ("axis", -1), ("out_dtype", "float32")), public_name="dequantize",
+           variant=Variant("dequantize")),
 )
 

@@ -78,10 +78,53 @@ def fake_quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) 
     X = np.ldexp(1.0, np.where(nan_block, 0, s))[..., None]
     with np.errstate(all="ignore"):
         q = np.clip(np.where(nan_block[..., None], 0.0, xb) / X, -e.max_value, e.max_value)
-        if e.np_type is None:                          # MXINT8: n = rint(q * 64), ties to even
-            p = np.rint(q * 64.0) / 64.0
+        if e.np_type is None:                          # MXINT8: n = rint(q * 64), ties to even; an int8 has no -0
+            p = np.rint(q * 64.0) / 64.0 + 0.0
         else:
             p = q.astype(e.np_type).astype(np.float64)  # round to nearest even (ml_dtypes), subnormals kept
         y = (p * X).astype(F32)                        # exact, or inf beyond float32
     y = np.where(nan_block[..., None], QNAN, y)
     return y.reshape(rows.shape)
+
+
+# -- the stored form: element codes and E8M0 scale bytes ----------------------------------------------------
+# The element types the codes are returned in (ml_dtypes, one element per byte; MXINT8: int8).
+STORAGE = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp8_e5m2": "float8_e5m2", "mxfp6_e2m3": "float6_e2m3fn",
+           "mxfp6_e3m2": "float6_e3m2fn", "mxfp4_e2m1": "float4_e2m1fn", "mxint8": "int8"}
+
+
+def quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(element codes [n, C] as int64 (the code's bits; MXINT8: the signed integer), E8M0 bytes [n, C / block_size])
+    of [n, C] float32 rows, C a multiple of block_size. A block whose scale is NaN (byte 255) carries no elements
+    (OCP: every element of it is NaN whatever its code): its codes are 0, our choice."""
+    e = ELEMS[elem]
+    xb = rows.reshape(rows.shape[0], -1, block_size).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        amax = np.max(np.abs(xb), axis=-1)
+    s = block_exponents(amax, e, rule)
+    nan_block = (s == 128)[..., None]
+    X = np.ldexp(1.0, np.where(s == 128, 0, s))[..., None]
+    with np.errstate(all="ignore"):
+        q = np.clip(np.where(nan_block, 0.0, xb) / X, -e.max_value, e.max_value)
+        if e.np_type is None:
+            codes = np.rint(q * 64.0).astype(np.int64)
+        else:
+            codes = q.astype(e.np_type).view(np.uint8).astype(np.int64)
+    codes = np.where(nan_block, 0, codes)
+    return codes.reshape(rows.shape), (s + 127).astype(np.int64)
+
+
+def dequantize_rows(codes: np.ndarray, scale_bytes: np.ndarray, elem: str, block_size: int) -> np.ndarray:
+    """float32 [n, C] of element codes [n, C] (int64 as quantize_rows gives them) and bytes [n, C / block_size]:
+    X * P exactly (inf beyond float32); a NaN scale (255) or a NaN element: the quiet NaN 0x7FC00000."""
+    e = ELEMS[elem]
+    cb = codes.reshape(codes.shape[0], -1, block_size)
+    if e.np_type is None:
+        p = cb.astype(np.float64) / 64.0
+    else:
+        p = cb.astype(np.uint8).view(e.np_type).astype(np.float64)
+    byte = scale_bytes.astype(np.int64)[..., None]
+    with np.errstate(all="ignore"):
+        y = (p * np.ldexp(1.0, np.where(byte == 255, 0, byte - 127))).astype(F32)
+    y = np.where((byte == 255) | np.isnan(p), QNAN, y)
+    return y.reshape(codes.shape)

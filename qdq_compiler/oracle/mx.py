@@ -20,5 +20,25 @@ def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', semant
     return _run('MXFakeQuantize', locals())
 
 
+@mx_arguments
+def quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', semantics='ocp'):
+    """x in an MX format: (elements, scales), the element codes (ml_dtypes, one per byte; MXINT8: int8) and one
+    float8_e8m0fnu scale per block along axis, chosen by scale_rule. Returns (elements, scales), a namedtuple.
+
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('MXQuantize', locals())
+
+
+@mx_arguments
+def dequantize(elements, scales, *, block_size=32, axis=-1, out_dtype='float32', semantics='ocp'):
+    """y = X * P: the elements (their type names the format) times their block's E8M0 scale, in out_dtype.
+    Returns y.
+
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('MXDequantize', locals())
+
+
 __all__ = [name for name, fn in list(globals().items())
            if callable(fn) and getattr(fn, "__module__", None) == __name__]
