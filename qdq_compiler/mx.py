@@ -11,7 +11,8 @@ from .opfuncs import mx_arguments
 
 
 @mx_arguments
-def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', target='cpu', semantics='ocp'):
+def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', rounding='nearest', seed=0,
+                  target='cpu', semantics='ocp'):
     """x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) and
     dequantized, in x's type. Returns y.
 
@@ -21,7 +22,8 @@ def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', target
 
 
 @mx_arguments
-def quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', target='cpu', semantics='ocp'):
+def quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', rounding='nearest', seed=0, target='cpu',
+             semantics='ocp'):
     """x in an MX format: (elements, scales), the element codes (ml_dtypes, one per byte; MXINT8: int8) and one
     float8_e8m0fnu scale per block along axis, chosen by scale_rule. Returns (elements, scales), a namedtuple.
 

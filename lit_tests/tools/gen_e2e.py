@@ -302,6 +302,13 @@ CASES: dict[str, list[Case]] = {
              {"elem": "mxint8", "scale_rule": "floor", "axis": 1},
              {"x": np.concatenate([a32(1.5, 1.99, 1 / 128, 3 / 128, -1.999, -0.0, *np.linspace(-1, 1, 26)),
                                    a32(100, -77.7, 0.3, *np.linspace(-64, 64, 29))]).reshape(2, 32)}, "?x?"),
+        Case("ocp_stochastic", "OCP, MXFP4 E2M1, floor, stochastic rounding with seed 2^64 - 1 (the key's two words "
+             "baked): row 0's amax 6 (X = 2^0), each 0.3 to 0 or 0.5 and each 1.25 to 1 or 1.5 by its Threefry word "
+             "(its flat index the counter); 6, 3 and -0 stay",
+             {"elem": "mxfp4_e2m1", "scale_rule": "floor", "axis": 1, "rounding": "stochastic",
+              "seed": 2 ** 64 - 1},
+             {"x": np.concatenate([a32(6, 3, -0.0, *([0.3, 1.25] * 14), -0.3),
+                                   a32(*np.linspace(-1, 1, 32))]).reshape(2, 32)}, "?x?"),
         Case("e4m3_floor", "torchao, MXFP8 E4M3, OCP's floor, blocks of 32 along the last axis: row 0's amax 480 gives "
              "byte 127 (2^0) and clamps to 448, 1.0625 ties to 1; row 1 below 2^-126 (byte 0): divided by 2^-126, "
              "multiplied back by 2^-127 (torchao: half its value), subnormal x and results built from their bits",

@@ -26,6 +26,8 @@ from .. import dtypes, storage
 from ..errors import QDQError, QDQTypeError
 from . import mx_numerics as MXN
 from . import mx_ocp as MXO
+from . import mx_stochastic as MXS
+from .mx_reference import dequantize, fake_quantize, quantize
 from .family import AXIS, Family
 from .rules import Rules
 from .spec import BLOCKS, RANGE, OpSpec, Output, attr, data, fixed, result
@@ -57,6 +59,10 @@ ELEM_TYPE = attr("elem_type", str, "float8_e4m3fn", tuple(MXO.STORAGE.values()),
                  doc="set from elem (dequantize: elem from it, the elements' type): the type the element codes are in")
 OUT_DTYPE = attr("out_dtype", str, "float32", ("float32", "float16", "bfloat16"),
                  doc="dequantize: the result's type (rounded to it once, to nearest even)")
+ROUNDING = attr("rounding", str, "nearest", ("nearest", "stochastic"),
+                doc="nearest (ties to even) or stochastic: counter-based, the same bits on every target and tiling")
+SEED = attr("seed", int, 0, doc="stochastic rounding's key, 0 .. 2^64 - 1 (a runtime parameter: one program per "
+                                "configuration serves every seed)")
 RAGGED = attr("ragged", bool, False, doc="set from the data: the axis is not a multiple of block_size (a shorter "
                                           "last block)")
 
@@ -68,69 +74,16 @@ def elem_info(name: str) -> MXN.Elem:
 # -- the NumPy reference -----------------------------------------------------------------------------------
 
 
-def _as_rows(x: np.ndarray, axis: int, block_size: int, dtype=F32) -> tuple[np.ndarray, tuple, int]:
-    """x with ``axis`` last, as [rows, C padded with zeros to a multiple of block_size]; the moved shape and C."""
-    moved = np.moveaxis(x, axis, -1)
-    c = moved.shape[-1]
-    rows = moved.reshape(-1, c)
-    pad = -c % block_size
-    if pad:
-        rows = np.concatenate([rows, np.zeros((rows.shape[0], pad), dtype)], axis=1)
-    return rows, moved.shape, c
-
-
-def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, reference: str = "torchao") -> np.ndarray:
-    """Blocks along ``axis`` (a shorter last block: padded with zeros), quantized and dequantized: ``reference``
-    "torchao" (to_mx then to_dtype(float32), ops/mx_numerics.py) or "ocp" (the specification, ops/mx_ocp.py)."""
-    x = np.asarray(x, F32)
-    if x.size == 0:
-        return x.copy()
-    rows, moved_shape, c = _as_rows(x, axis, block_size)
-    if reference == "ocp":
-        deq = MXO.fake_quantize_rows(rows, elem, scale_rule, block_size)
-    else:
-        _, _, deq = MXN.mx(rows, elem, scale_rule, block_size)
-    return np.moveaxis(deq[:, :c].reshape(moved_shape), -1, axis)
-
-
-def quantize(x, elem: str, block_size: int, axis: int, scale_rule: str) -> tuple[np.ndarray, np.ndarray]:
-    """(elements in MXO.STORAGE[elem], float8_e8m0fnu scales of x's shape with ceil(C / block_size) along axis)
-    as the OCP text says (ops/mx_ocp.py)."""
-    x = np.asarray(x, F32)
-    t = storage.get(MXO.STORAGE[elem])
-    nb_shape = list(x.shape)
-    nb_shape[axis] = -(-x.shape[axis] // block_size)
-    if x.size == 0:
-        return np.zeros(x.shape, t.np), np.zeros(nb_shape, storage.get("float8_e8m0fnu").np)
-    rows, moved_shape, c = _as_rows(x, axis, block_size)
-    codes, scale_bytes = MXO.quantize_rows(rows, elem, scale_rule, block_size)
-    elements = np.moveaxis(codes[:, :c].reshape(moved_shape), -1, axis)
-    scales = np.moveaxis(scale_bytes.reshape(moved_shape[:-1] + (-1,)), -1, axis)
-    return (storage.from_codes(np.ascontiguousarray(elements).astype(t.code_dtype), t.np),
-            storage.from_codes(np.ascontiguousarray(scales).astype(np.uint8).view(np.int8), "float8_e8m0fnu"))
-
-
-def dequantize(elements, scales, elem: str, block_size: int, axis: int) -> np.ndarray:
-    """float32 X * P of the codes and E8M0 scales (ops/mx_ocp.py: a NaN scale or element gives 0x7FC00000)."""
-    if elements.size == 0:
-        return np.zeros(elements.shape, F32)
-    codes = storage.to_codes(elements).astype(np.int64)
-    if MXO.ELEMS[elem].np_type is not None:
-        codes &= 0xFF
-    rows, moved_shape, c = _as_rows(codes, axis, block_size, np.int64)
-    scale_rows = np.moveaxis(storage.to_codes(scales).astype(np.int64) & 0xFF, axis, -1).reshape(rows.shape[0], -1)
-    y = MXO.dequantize_rows(rows, scale_rows, elem, block_size)
-    return np.moveaxis(y[:, :c].reshape(moved_shape), -1, axis)
-
-
 def _oracle(reference: str):
     def oracle(call):
         a, kind = call.attrs, call.spec.variant.kind
-        if kind == "quantize":
-            return quantize(call.arrays["x"], a["elem"], a["block_size"], a["axis"], a["scale_rule"])
         if kind == "dequantize":
             return (dequantize(call.arrays["elements"], call.arrays["scales"], a["elem"], a["block_size"], a["axis"]),)
-        return (fake_quantize(call.arrays["x"], a["elem"], a["block_size"], a["axis"], a["scale_rule"], reference),)
+        x = call.arrays["x"]
+        r = MXS.element_random_bits(a["seed"], x.shape) if a.get("rounding") == "stochastic" else None
+        if kind == "quantize":
+            return quantize(x, a["elem"], a["block_size"], a["axis"], a["scale_rule"], r)
+        return (fake_quantize(x, a["elem"], a["block_size"], a["axis"], a["scale_rule"], reference, r),)
     return oracle
 
 
@@ -147,6 +100,12 @@ def check(c, spec, arrays, attrs):
         c.fail(f"block_size={bs} must be a positive integer (OCP: 32)", "block_size")
     if not -x.ndim <= axis < x.ndim:
         c.fail(f"axis={axis} is out of range for {name} of rank {x.ndim}; allowed: {-x.ndim}..{x.ndim - 1}", "axis")
+    if attrs.get("rounding") == "stochastic":
+        if not 0 <= attrs["seed"] < 2 ** 64:
+            c.fail(f"seed={attrs['seed']} is out of range; allowed: 0 .. 2**64 - 1", "seed")
+        if x.size >= 2 ** 31:
+            c.fail(f"x has {x.size:,} elements; stochastic rounding counts elements in 32 bits here (at most "
+                   f"2**31 - 1): split x", "x")
     if "scales" in arrays:   # dequantize: one scale per block
         want = tuple(-(-d // bs) if i == axis % x.ndim else d for i, d in enumerate(x.shape))
         if arrays["scales"].shape != want:
@@ -249,7 +208,8 @@ class MXFakeQuant(Family):
         return attrs["block_size"]
 
     def structural(self, spec):
-        return frozenset({"elem", "elem_type", "block_size", "axis", "scale_rule", "ragged"}) & set(spec.attr_map)
+        return frozenset({"elem", "elem_type", "block_size", "axis", "scale_rule", "rounding", "ragged"}) & \
+            set(spec.attr_map)
 
     def reduces(self, spec, attrs):
         return False   # a block's amax is a reduction of block_size elements, not of the data
@@ -258,7 +218,7 @@ class MXFakeQuant(Family):
         e = elem_info(attrs["elem"])
         return {"kind": spec.variant.kind, "elem": e, "row": ELEM_GRIDS[attrs["elem"]],
                 "code_type": storage.get(MXO.STORAGE[attrs["elem"]]), "block_size": attrs["block_size"],
-                "rule": attrs.get("scale_rule", "floor"),
+                "rule": attrs.get("scale_rule", "floor"), "stochastic": attrs.get("rounding") == "stochastic",
                 "ragged": attrs["ragged"], "fp8": e.is_fp8,
                 "max_mantissa": int(np.asarray(e.max_value, F32).view(U32)) & 0x7FFFFF,
                 # RCEIL: amax at least thr_normal gives a normal amax / max; below it, amax at least thr_one gives
@@ -275,10 +235,14 @@ class MXFakeQuant(Family):
                 n = i * len(SCALE_RULES) + j
                 out.append({"elem": e, "scale_rule": r, "block_size": 8 if n % 4 == 3 else 32,
                             "axis": 1, "ragged": bool(n % 2)})
-        if spec.variant.kind != "fake":   # the stored form: each format once, the rules (quantize) in turn
-            out = [{k: v for k, v in a.items() if k in spec.attr_map} | {"elem_type": MXO.STORAGE[a["elem"]]}
-                   for a in out[1::5]]
-        return out
+        # stochastic rounding: three formats (fake_quantize), two (quantize), a ragged middle axis in one
+        sr = [{"elem": e, "scale_rule": r, "block_size": 32, "axis": 1, "ragged": g, "rounding": "stochastic"}
+              for e, r, g in (("mxfp6_e2m3", "rceil", True), ("mxint8", "even", False), ("mxfp8_e4m3", "floor", False))]
+        if spec.variant.kind == "fake":
+            return out + sr
+        stored = out[1::5] + (sr[:2] if spec.variant.kind == "quantize" else [])   # each format once, rules in turn
+        return [{k: v for k, v in a.items() if k in spec.attr_map} | {"elem_type": MXO.STORAGE[a["elem"]]}
+                for a in stored]
 
     def sample_shape(self, spec, attrs, size):
         """[rows, C] (blocks along the last axis) or, for the ragged variants, [outer, C, 3] (along a middle one); C
@@ -313,6 +277,8 @@ class MXFakeQuant(Family):
                     view[row, lo + 1] = {"nan": np.nan, "inf": np.inf, "ninf": -np.inf}[what]
             kwargs = {"x": v, "elem": attrs["elem"], "block_size": bs, "axis": axis,
                       "scale_rule": attrs.get("scale_rule", SCALE_RULES[len(calls)])}
+            if attrs.get("rounding") == "stochastic":
+                kwargs |= {"rounding": "stochastic", "seed": int(rng.integers(0, 2 ** 63)) * 2 + len(calls)}
             if spec.variant.kind == "dequantize":
                 kwargs = self._stored(v, attrs["elem"], bs, kwargs["scale_rule"], rng, x.dtype.name)
             calls.append(self.public_arguments(spec, kwargs))
@@ -360,7 +326,19 @@ def _float32_only(spec, dtype):
 TORCHAO_ARITH = {"byte0_exp": 126, "rceil_log2_f32": True, "nonfinite_block_nan": False,
                  "canonical_nan_blocks": False}
 OCP_ARITH = {"byte0_exp": 127, "rceil_log2_f32": False, "nonfinite_block_nan": True, "canonical_nan_blocks": True}
+def _keys(spec, attrs, dtype) -> list:
+    """Stochastic rounding's key: the seed's low and high words, as i32 runtime parameters."""
+    if attrs.get("rounding") != "stochastic":
+        return []
+    seed = int(attrs["seed"]) % 2 ** 64
+    return [(f"key{i}", "i32", np.asarray((seed >> (32 * i)) & 0xFFFFFFFF, np.uint32).view(np.int32)[()])
+            for i in range(2)]
+
+
 def _torchao_check(c, spec, arrays, attrs):
+    if attrs.get("rounding", "nearest") != "nearest":
+        c.fail("semantics='torchao': torchao 0.18.0 rounds to nearest only; rounding='stochastic' is under "
+               "semantics='ocp'", "rounding")
     if attrs["elem"] not in MXN.ELEMS:
         c.fail(f"semantics='torchao': torchao 0.18.0 has no {attrs['elem']} (its to_mx asserts 'unsupported'); "
                f"allowed: {', '.join(MXN.ELEMS)} (semantics='ocp' takes {attrs['elem']})", "elem")
@@ -368,7 +346,7 @@ def _torchao_check(c, spec, arrays, attrs):
 
 
 def _torchao_has(spec, attrs) -> bool:
-    return attrs.get("elem", ELEM.default) in MXN.ELEMS
+    return attrs.get("elem", ELEM.default) in MXN.ELEMS and attrs.get("rounding", "nearest") == "nearest"
 
 
 def _ocp_only(spec) -> str:
@@ -385,26 +363,28 @@ class Variant:
 _ELEM_OF_TYPE = {t: e for e, t in MXO.STORAGE.items()}
 FAMILY = MXFakeQuant()
 FAMILY.rules_by_semantics = {
-    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=check, arithmetic=OCP_ARITH),
+    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=check, arithmetic=OCP_ARITH, params=_keys),
     "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
                      dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has,
                      unsupported=_ocp_only),
 }
 
+_DEFAULTS = (("block_size", 32), ("axis", -1), ("scale_rule", "floor"), ("rounding", "nearest"), ("seed", 0))
 SPECS = (
-    OpSpec("MXFakeQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, RAGGED),
+    OpSpec("MXFakeQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ROUNDING, SEED, RAGGED),
            (result("y"),), DTYPES,
            "x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) "
            "and dequantized, in x's type.", namespace="mx",
-           signature=("x", "elem", "block_size", "axis", "scale_rule"),
-           public_defaults=(("block_size", 32), ("axis", -1), ("scale_rule", "floor")), public_name="fake_quantize",
+           signature=("x", "elem", "block_size", "axis", "scale_rule", "rounding", "seed"),
+           public_defaults=_DEFAULTS, public_name="fake_quantize",
            variant=Variant()),
-    OpSpec("MXQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ELEM_TYPE, RAGGED),
+    OpSpec("MXQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ROUNDING, SEED, ELEM_TYPE,
+                                                 RAGGED),
            (result("elements", "attr:elem_type"), Output("scales", BLOCKS, "float8_e8m0fnu")), DTYPES,
            "x in an MX format: (elements, scales), the element codes (ml_dtypes, one per byte; MXINT8: int8) and one "
            "float8_e8m0fnu scale per block along axis, chosen by scale_rule.", namespace="mx",
-           signature=("x", "elem", "block_size", "axis", "scale_rule"),
-           public_defaults=(("block_size", 32), ("axis", -1), ("scale_rule", "floor")), public_name="quantize",
+           signature=("x", "elem", "block_size", "axis", "scale_rule", "rounding", "seed"),
+           public_defaults=_DEFAULTS, public_name="quantize",
            variant=Variant("quantize")),
     OpSpec("MXDequantize", FAMILY, (fixed("elements", "data", "attr:elem_type"),
                                     fixed("scales", "scale", "float8_e8m0fnu", RANGE, 1.0)),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mx_numerics import ELEMS as FLOAT_ELEMS
+from . import mx_stochastic as MXS
 from .mx_numerics import SCALE_RULES, Elem
 
 F32, U32 = np.float32, np.uint32
@@ -67,8 +68,11 @@ def block_exponents(amax: np.ndarray, e: Elem, rule: str) -> np.ndarray:
     return np.where(finite, np.clip(s, -127, 127), 128)
 
 
-def fake_quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) -> np.ndarray:
-    """[n, C] float32, C a multiple of block_size: each block quantized and dequantized as the spec says."""
+def _on_grid(rows: np.ndarray, elem: str, rule: str, block_size: int, r: np.ndarray | None):
+    """(P on the element grid [n, blocks, block_size] (float64, exact), s per block, the NaN-scale blocks) of [n, C]
+    float32 rows, C a multiple of block_size: x / X rounded to nearest even, or stochastically with the random words
+    ``r`` (uint32, the rows' shape; ops/mx_stochastic.py), then clamped to +-max (the spec clamps first; rounding a
+    clamped value never passes max, so the order does not matter)."""
     e = ELEMS[elem]
     xb = rows.reshape(rows.shape[0], -1, block_size).astype(np.float64)
     with np.errstate(invalid="ignore"):
@@ -78,10 +82,26 @@ def fake_quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) 
     X = np.ldexp(1.0, np.where(nan_block, 0, s))[..., None]
     with np.errstate(all="ignore"):
         q = np.clip(np.where(nan_block[..., None], 0.0, xb) / X, -e.max_value, e.max_value)
-        if e.np_type is None:                          # MXINT8: n = rint(q * 64), ties to even; an int8 has no -0
-            p = np.rint(q * 64.0) / 64.0 + 0.0
+        if r is not None:
+            step = np.full_like(q, 2.0 ** -6) if e.np_type is None else \
+                MXS.grid_step(np.abs(q), e.mbits, 2 - 2 ** (e.ebits - 1))
+            p = MXS.round_stochastic(q, step, r.reshape(q.shape))
+        elif e.np_type is None:                        # MXINT8: n = rint(q * 64), ties to even
+            p = np.rint(q * 64.0) / 64.0
         else:
             p = q.astype(e.np_type).astype(np.float64)  # round to nearest even (ml_dtypes), subnormals kept
+    if e.np_type is None:
+        p = p + 0.0                                    # an int8 has no -0
+    return p, s, nan_block
+
+
+def fake_quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int, r: np.ndarray | None = None
+                       ) -> np.ndarray:
+    """[n, C] float32, C a multiple of block_size: each block quantized and dequantized as the spec says (``r``:
+    stochastic rounding's random words, see _on_grid)."""
+    p, s, nan_block = _on_grid(rows, elem, rule, block_size, r)
+    X = np.ldexp(1.0, np.where(nan_block, 0, s))[..., None]
+    with np.errstate(all="ignore"):
         y = (p * X).astype(F32)                        # exact, or inf beyond float32
     y = np.where(nan_block[..., None], QNAN, y)
     return y.reshape(rows.shape)
@@ -93,24 +113,17 @@ STORAGE = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp8_e5m2": "float8_e5m2", "mxfp6_e2
            "mxfp6_e3m2": "float6_e3m2fn", "mxfp4_e2m1": "float4_e2m1fn", "mxint8": "int8"}
 
 
-def quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+def quantize_rows(rows: np.ndarray, elem: str, rule: str, block_size: int, r: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """(element codes [n, C] as int64 (the code's bits; MXINT8: the signed integer), E8M0 bytes [n, C / block_size])
     of [n, C] float32 rows, C a multiple of block_size. A block whose scale is NaN (byte 255) carries no elements
     (OCP: every element of it is NaN whatever its code): its codes are 0, our choice."""
     e = ELEMS[elem]
-    xb = rows.reshape(rows.shape[0], -1, block_size).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        amax = np.max(np.abs(xb), axis=-1)
-    s = block_exponents(amax, e, rule)
-    nan_block = (s == 128)[..., None]
-    X = np.ldexp(1.0, np.where(s == 128, 0, s))[..., None]
+    p, s, nan_block = _on_grid(rows, elem, rule, block_size, r)
     with np.errstate(all="ignore"):
-        q = np.clip(np.where(nan_block, 0.0, xb) / X, -e.max_value, e.max_value)
-        if e.np_type is None:
-            codes = np.rint(q * 64.0).astype(np.int64)
-        else:
-            codes = q.astype(e.np_type).view(np.uint8).astype(np.int64)
-    codes = np.where(nan_block, 0, codes)
+        codes = np.rint(p * 64.0).astype(np.int64) if e.np_type is None else \
+            p.astype(e.np_type).view(np.uint8).astype(np.int64)   # exact: p is on the grid
+    codes = np.where(nan_block[..., None], 0, codes)
     return codes.reshape(rows.shape), (s + 127).astype(np.int64)
 
 

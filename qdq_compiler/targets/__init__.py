@@ -63,6 +63,10 @@ class Quirks:
     unfused_middle_reductions: bool = False  # a reduction over a middle dimension (MX's [outer, blocks, 32, inner])
     #   in one dispatch with its element-wise consumers gives wrong elements (IREE 3.13 vulkan-spirv on lavapipe,
     #   block sizes 16, 32, 64: only each block's first 4 rows right): the reduction's result goes behind a barrier
+    no_index_workgroup_memory: bool = False  # a reduction fused with consumers of an iota (MX's stochastic rounding
+    #   counts elements) stages the iota's index values in workgroup memory, which SPIR-V cannot type (IREE 3.13
+    #   vulkan-spirv: "failed to legalize operation 'memref.alloc' ... memref<32xindex, Workgroup>"): the
+    #   reduction's result goes behind a barrier
     single_chain_reductions: bool = False    # a 1-D reduction runs one 4-lane accumulator chain and a
     #   column reduction walks each channel alone (llvm-cpu; a data range took 3.3x a copy, per-axis 8x):
     #   reductions.mlir.j2 writes them as linalg.generic lane forms (IREE's compilation_info)
@@ -317,7 +321,7 @@ _LONG_ROW_FLAGS = ("--iree-llvmcpu-distribution-size=16384", "--iree-llvmcpu-tar
 _LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FLAGS), ("split-columns", ()))
 # (unfused_middle_reductions: measured on lavapipe; CUDA's code generation is not measured, so it keeps the barrier)
 _GPU_QUIRKS = Quirks(keeps_denormals=True, folds_mul_by_zero=True, minmax_ignores_nan=True,
-                     unfused_middle_reductions=True)
+                     unfused_middle_reductions=True, no_index_workgroup_memory=True)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
     # This host's level (targets/cpu.py host_level): x86-64-v3 (AVX2) without FMA where the CPU has it, else
