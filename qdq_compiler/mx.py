@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .opfuncs import run_compiled as _run
 from .opfuncs import mx_arguments
+from .mx_vjp import vjp_of as _mx_vjp
 
 
 @mx_arguments
@@ -43,5 +44,20 @@ def dequantize(elements, scales, *, block_size=32, axis=-1, out_dtype='float32',
     return _run('MXDequantize', locals())
 
 
+@mx_arguments
+def fake_quantize_gradient(gradients, x, elem, *, block_size=32, axis=-1, scale_rule='floor', target='cpu',
+                           semantics='ocp'):
+    """fake_quantize's clipped straight-through gradient: gradients where x lies within its block's representable
+    range (|x| <= the largest element times X), 0 elsewhere and in a block whose scale is NaN. Returns
+    backprops.
+
+    Compiled with IREE. ``target``: the backend; ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('MXFakeQuantizeGradient', locals())
+
+
+fake_quantize_vjp = _mx_vjp(fake_quantize, fake_quantize_gradient)   # hand-written: qdq_compiler/mx_vjp.py
+
 __all__ = [name for name, fn in list(globals().items())
            if callable(fn) and getattr(fn, "__module__", None) == __name__]
+__all__.append('fake_quantize_vjp')

@@ -177,10 +177,14 @@ def _x(shape, seed=0):
 
 @pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
 def test_compiled_is_the_references_bits(target):
-    """fake_quantize and quantize, every format (one rule each, rotating), blocks along the last axis and along a
-    middle one with a shorter last block: the oracle's bits (its words from ops/mx_stochastic.py)."""
+    """fake_quantize and quantize, every format on cpu (every other one on vmvx and Vulkan; one rule each, in turn),
+    blocks along the last axis and along a middle one with a shorter last block: the oracle's bits (its words from
+    ops/mx_stochastic.py)."""
     require_target(target)
-    for i, elem in enumerate(("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1", "mxint8")):
+    elems = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1", "mxint8")
+    for i, elem in enumerate(elems):
+        if target != "cpu" and i % 2 != ("vmvx", "vulkan").index(target):
+            continue
         rule = ("floor", "ceil", "even", "rceil")[i % 4]
         for shape, axis in (((5, 64), -1), ((3, 33, 2), 1)):
             x, seed = _x(shape, i), 2 ** 64 - 1 - i * 977

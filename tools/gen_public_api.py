@@ -109,13 +109,24 @@ def _aten_param(spec, name: str) -> str:
     return f"{name}={spec.signature_defaults[name]!r}"
 
 
+# Hand-written helpers a namespace binds to its generated functions: (module, name, the functions it takes).
+HELPERS = {"mx": (("mx_vjp", "fake_quantize_vjp", ("fake_quantize", "fake_quantize_gradient")),)}
+
+
 def render(namespace: str, kind: str) -> str:
     specs = [s for s in ops.OPS.values() if s.namespace == namespace]
     funcs = "\n\n".join(_function(spec, kind) for spec in specs)
     # the ops defined above, in order (not a second list of their names to keep in step)
     all_ = ("__all__ = [name for name, fn in list(globals().items())\n"
             "           if callable(fn) and getattr(fn, \"__module__\", None) == __name__]")
-    return f"{_header(namespace, kind)}\n\n{funcs}\n\n{all_}\n"
+    helpers = HELPERS.get(namespace, ())
+    up = "." if kind == "compiled" else ".."
+    imports = "".join(f"from {up}{module} import vjp_of as _{module}\n" for module, _, _ in helpers)
+    bound = "".join(f"{name} = _{module}({', '.join(takes)})   # hand-written: qdq_compiler/{module}.py\n"
+                    for module, name, takes in helpers)
+    extra = "".join(f"__all__.append({name!r})\n" for _, name, _ in helpers)
+    bound = f"{bound}\n" if bound else ""
+    return f"{_header(namespace, kind)}{imports}\n\n{funcs}\n\n{bound}{all_}\n{extra}"
 
 
 def main(argv=None) -> int:

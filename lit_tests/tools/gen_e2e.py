@@ -360,6 +360,15 @@ CASES: dict[str, list[Case]] = {
              {"elements": np.array([[-128, 127, 1, -1] + [5] * 30, [64] * 34], np.int8),
               "scales": np.array([[127, 254], [120, 0]], np.uint8).view(ml_dtypes.float8_e8m0fnu)}, "?x?"),
     ],
+    "MXFakeQuantizeGradient": [
+        Case("ocp_clipped_ragged", "OCP, MXFP4 E2M1, floor, clipped straight-through along the last axis of 2x34 (a "
+             "block of 2 at the end): row 0's amax 7 gives X = 1 and range 6, so 7 and -6.5 pass nothing, 6 and -0.1 "
+             "pass dy (-0 kept); row 1's NaN block passes nothing; its last block (amax 3, X = 0.5, range 3) passes",
+             {"elem": "mxfp4_e2m1", "scale_rule": "floor", "axis": 1, "ragged": True},
+             {"gradients": np.stack([a32(-0.0, 2, 3, 4, *np.linspace(-1, 1, 30)), a32(*np.linspace(1, 2, 34))]),
+              "x": np.stack([a32(6, 7, -6.5, -0.1, *np.linspace(-3, 3, 28), 3, -1),
+                             a32(np.nan, *np.linspace(-1, 1, 31), 3, 0.2)])}, "?x?"),
+    ],
     "QuantizeDequantizeLinear": [
         Case("uint8_blocks", "uint8 in blocks of 2 along axis 1 of 2x5 (a ragged last block): each block's scale "
              "and zero point", {"output_dtype": "uint8", "granularity": "block", "block_size": 2, "axis": 1},
@@ -513,6 +522,7 @@ QUIRK_TARGETS = {
     # the codes and scales cross as i8 containers; byte 0's subnormal products built from bits (FTZ on cpu, vmvx)
     "MXQuantize": TARGETS,
     "MXDequantize": TARGETS,
+    "MXFakeQuantizeGradient": TARGETS,
 }
 
 

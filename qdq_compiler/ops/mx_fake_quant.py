@@ -27,7 +27,7 @@ from ..errors import QDQError, QDQTypeError
 from . import mx_numerics as MXN
 from . import mx_ocp as MXO
 from . import mx_stochastic as MXS
-from .mx_reference import dequantize, fake_quantize, quantize
+from .mx_reference import clipped_gradient, dequantize, fake_quantize, quantize
 from .family import AXIS, Family
 from .rules import Rules
 from .spec import BLOCKS, RANGE, OpSpec, Output, attr, data, fixed, result
@@ -79,6 +79,9 @@ def _oracle(reference: str):
         a, kind = call.attrs, call.spec.variant.kind
         if kind == "dequantize":
             return (dequantize(call.arrays["elements"], call.arrays["scales"], a["elem"], a["block_size"], a["axis"]),)
+        if kind == "gradient":
+            return (clipped_gradient(call.arrays["gradients"], call.arrays["x"], a["elem"], a["block_size"], a["axis"],
+                                     a["scale_rule"]),)
         x = call.arrays["x"]
         r = MXS.element_random_bits(a["seed"], x.shape) if a.get("rounding") == "stochastic" else None
         if kind == "quantize":
@@ -106,6 +109,9 @@ def check(c, spec, arrays, attrs):
         if x.size >= 2 ** 31:
             c.fail(f"x has {x.size:,} elements; stochastic rounding counts elements in 32 bits here (at most "
                    f"2**31 - 1): split x", "x")
+    if "gradients" in arrays and arrays["gradients"].shape != x.shape:
+        c.fail(f"gradients has shape {list(arrays['gradients'].shape)} but x has shape {list(x.shape)}; they must be "
+               f"equal", "gradients")
     if "scales" in arrays:   # dequantize: one scale per block
         want = tuple(-(-d // bs) if i == axis % x.ndim else d for i, d in enumerate(x.shape))
         if arrays["scales"].shape != want:
@@ -241,7 +247,8 @@ class MXFakeQuant(Family):
         if spec.variant.kind == "fake":
             return out + sr
         stored = out[1::5] + (sr[:2] if spec.variant.kind == "quantize" else [])   # each format once, rules in turn
-        return [{k: v for k, v in a.items() if k in spec.attr_map} | {"elem_type": MXO.STORAGE[a["elem"]]}
+        # (the gradient too: its mask is the scale's range)
+        return [{k: v for k, v in (a | {"elem_type": MXO.STORAGE[a["elem"]]}).items() if k in spec.attr_map}
                 for a in stored]
 
     def sample_shape(self, spec, attrs, size):
@@ -281,6 +288,8 @@ class MXFakeQuant(Family):
                 kwargs |= {"rounding": "stochastic", "seed": int(rng.integers(0, 2 ** 63)) * 2 + len(calls)}
             if spec.variant.kind == "dequantize":
                 kwargs = self._stored(v, attrs["elem"], bs, kwargs["scale_rule"], rng, x.dtype.name)
+            elif spec.variant.kind == "gradient":
+                kwargs["gradients"] = special(rng.standard_normal(x.shape).astype(F32), 1.0)
             calls.append(self.public_arguments(spec, kwargs))
         return calls
 
@@ -299,6 +308,9 @@ class MXFakeQuant(Family):
 
     def bench_kwargs(self, spec, attrs, shape, rng):
         x = rng.standard_normal(shape, dtype=F32) * F32(2)
+        if spec.variant.kind == "gradient":
+            return {"gradients": rng.standard_normal(shape, dtype=F32), "x": x, "elem": attrs.get("elem", ELEM.default),
+                    "block_size": attrs.get("block_size", 32), "axis": len(shape) - 1}
         if spec.variant.kind == "dequantize":
             elements, scales = quantize(x, attrs.get("elem", ELEM.default), attrs.get("block_size", 32), len(shape) - 1,
                                         "floor")
@@ -350,6 +362,9 @@ def _torchao_has(spec, attrs) -> bool:
 
 
 def _ocp_only(spec) -> str:
+    if spec.variant.kind == "gradient":
+        return ("semantics='torchao': torchao 0.18.0 defines no gradient of its MX conversion here; semantics='ocp' "
+                "has fake_quantize_gradient (clipped straight-through)")
     return "" if spec.variant.kind == "fake" else (
         f"semantics='torchao': {spec.function_name} is OCP's stored form only here (torchao's codes in a NaN "
         f"block depend on the NaN's payload); semantics='ocp' has it")
@@ -357,7 +372,8 @@ def _ocp_only(spec) -> str:
 
 @dataclass(frozen=True)
 class Variant:
-    kind: str = "fake"   # "fake" (quantize and dequantize in one), "quantize" (codes and scales) or "dequantize"
+    kind: str = "fake"   # "fake" (quantize and dequantize in one), "quantize" (codes and scales), "dequantize" or
+    #   "gradient" (clipped straight-through: dy where x is within its block's range)
 
 
 _ELEM_OF_TYPE = {t: e for e, t in MXO.STORAGE.items()}
@@ -393,5 +409,12 @@ SPECS = (
            namespace="mx", signature=("elements", "scales", "block_size", "axis", "out_dtype"),
            public_defaults=(("block_size", 32), ("axis", -1), ("out_dtype", "float32")), public_name="dequantize",
            variant=Variant("dequantize")),
+    OpSpec("MXFakeQuantizeGradient", FAMILY, (data("gradients", "grad"), data("x")),
+           (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, RAGGED), (result("backprops"),), DTYPES,
+           "fake_quantize's clipped straight-through gradient: gradients where x lies within its block's representable "
+           "range (|x| <= the largest element times X), 0 elsewhere and in a block whose scale is NaN.",
+           namespace="mx", signature=("gradients", "x", "elem", "block_size", "axis", "scale_rule"),
+           public_defaults=_DEFAULTS[:3], public_name="fake_quantize_gradient", gradient_of="MXFakeQuantize",
+           variant=Variant("gradient")),
 )
 

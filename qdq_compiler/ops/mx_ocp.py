@@ -141,3 +141,16 @@ def dequantize_rows(codes: np.ndarray, scale_bytes: np.ndarray, elem: str, block
         y = (p * np.ldexp(1.0, np.where(byte == 255, 0, byte - 127))).astype(F32)
     y = np.where((byte == 255) | np.isnan(p), QNAN, y)
     return y.reshape(codes.shape)
+
+
+def in_range_rows(rows: np.ndarray, elem: str, rule: str, block_size: int) -> np.ndarray:
+    """Clipped straight-through's mask of [n, C] float32 rows: |x| <= the block's largest representable magnitude,
+    max * X (x that the conversion does not clamp); false throughout a block whose scale is NaN."""
+    e = ELEMS[elem]
+    xb = rows.reshape(rows.shape[0], -1, block_size).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        amax = np.max(np.abs(xb), axis=-1)
+        s = block_exponents(amax, e, rule)
+        bound = np.ldexp(e.max_value, np.where(s == 128, 0, s))[..., None]
+        mask = (np.abs(xb) <= bound) & (s != 128)[..., None]
+    return mask.reshape(rows.shape)
