@@ -125,3 +125,24 @@ def test_bad_input_is_named():
         q.mx.dequantize(e, s, axis=2)
     with pytest.raises(QDQError, match="semantics='torchao': quantize is OCP's stored form only"):
         q.mx.quantize(x, "mxfp8_e4m3", semantics="torchao")
+
+
+README_BITS = {   # README's table of stored bits: (format, amax) -> rule -> (E8M0 byte, the three element codes)
+    ("mxfp4_e2m1", 5.0): {"floor": (127, 0x6, 0xB, 0x1), "ceil": (128, 0x4, 0xA, 0x1), "even": (127, 0x6, 0xB, 0x1),
+                          "rceil": (127, 0x6, 0xB, 0x1)},
+    ("mxfp4_e2m1", 7.0): {"floor": (127, 0x7, 0xC, 0x2), "ceil": (128, 0x6, 0xA, 0x1), "even": (128, 0x6, 0xA, 0x1),
+                          "rceil": (128, 0x6, 0xA, 0x1)},
+    ("mxfp8_e4m3", 480.0): {"floor": (127, 0x7E, 0xF2, 0x69), "ceil": (128, 0x77, 0xEA, 0x61),
+                            "even": (127, 0x7E, 0xF2, 0x69), "rceil": (128, 0x77, 0xEA, 0x61)},
+    ("mxfp8_e4m3", 1e-39): {r: (0, 0x23, 0x97, 0x0C) for r in MF.SCALE_RULES},
+}
+
+
+@pytest.mark.parametrize("elem,amax", list(README_BITS))
+def test_the_readmes_table_of_stored_bits(elem, amax):
+    """One block (amax, -amax/3, amax/7, zeros) under each rule, compiled: the bits README.md shows."""
+    x = np.zeros((1, 32), np.float32)
+    x[0, :3] = amax, -amax / 3, amax / 7
+    for rule, (byte, *codes) in README_BITS[elem, amax].items():
+        e, s = q.mx.quantize(x, elem, scale_rule=rule)
+        assert (int(s.view(np.uint8)[0, 0]), *e.view(np.uint8)[0, :3].tolist()) == (byte, *codes), rule

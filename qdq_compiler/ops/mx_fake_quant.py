@@ -316,8 +316,9 @@ class MXFakeQuant(Family):
                                         "floor")
             return {"elements": elements, "scales": scales, "block_size": attrs.get("block_size", 32),
                     "axis": len(shape) - 1}
+        rounding = {"rounding": "stochastic", "seed": 1} if attrs.get("rounding") == "stochastic" else {}
         return {"x": x, "elem": attrs.get("elem", ELEM.default), "block_size": attrs.get("block_size", BLOCK_SIZE.default),
-                "axis": len(shape) - 1, "scale_rule": attrs.get("scale_rule", SCALE_RULE.default)}   # the public arguments
+                "axis": len(shape) - 1, "scale_rule": attrs.get("scale_rule", SCALE_RULE.default), **rounding}
 
 
 # The types x may have: float16 and bfloat16 are widened exactly, computed as float32 and y rounded to x's type

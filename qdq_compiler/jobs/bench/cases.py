@@ -91,6 +91,11 @@ CASES: tuple[Case, ...] = (
     *(Case(f"MXFakeQuantize[{elem},{rule}]", "MXFakeQuantize", {"elem": elem, "scale_rule": rule}, kind="per-channel",
            per_channel=True, tf=False, tf_xla=False, semantics="torchao")
       for elem, rule in (("mxfp8_e4m3", "floor"), ("mxfp4_e2m1", "rceil"))),
+    # OCP's stored form and stochastic rounding (semantics ocp): MXFP4 codes and scales, back, and rounding by seed
+    *(Case(f"{op}[mxfp4_e2m1{',' + extra if extra else ''}]", op, {"elem": "mxfp4_e2m1", "elem_type": "float4_e2m1fn",
+                                                                  **({"rounding": "stochastic"} if extra else {})},
+           kind="per-channel", per_channel=True, tf=False, tf_xla=False, semantics="ocp")
+      for op, extra in (("MXQuantize", ""), ("MXDequantize", ""), ("MXFakeQuantize", "stochastic"))),
 )
 
 
