@@ -24,8 +24,8 @@ from targets_util import require as require_target
 GOLDENS = json.loads((Path(MF.__file__).resolve().parent.parent / "goldens" / "mx" / "torchao.json").read_text())
 KINDS = sorted({(c["elem"], c["scale_rule"]) for c in GOLDENS["cases"] if c["elem"] != "nvfp4"})
 ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MXN.ELEMS)]   # torchao's formats, one rule each
-OCP_ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MF.ELEMS)]   # every format (MXINT8 too)
-SWEEP = [(e, r, sem) for e in MF.ELEMS for r in MF.SCALE_RULES for sem in ("ocp", "torchao")
+OCP_ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MF.MX_ELEMS)]   # every format (MXINT8 too)
+SWEEP = [(e, r, sem) for e in MF.MX_ELEMS for r in MF.SCALE_RULES for sem in ("ocp", "torchao")
          if sem == "ocp" or e in MXN.ELEMS]
 
 

@@ -30,7 +30,7 @@ def test_clipped_gradient_is_the_references_bits(target):
     tests/test_mx.py), along the last axis and a ragged middle one: the mask |x| <= max * X as the reference
     computes it in float64."""
     require_target(target)
-    for i, elem in enumerate(MF.ELEMS):
+    for i, elem in enumerate(MF.MX_ELEMS):
         rules = MF.SCALE_RULES[i % 4:][:1]
         for shape, axis in (((4, 64), -1), ((3, 33, 2), 1)):
             x, dy = _x(shape, i)

@@ -36,13 +36,13 @@ def _codes(a):
 
 
 @pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
-@pytest.mark.parametrize("elem", MF.ELEMS)
+@pytest.mark.parametrize("elem", MF.MX_ELEMS)
 def test_quantize_and_dequantize_are_the_references_bits(elem, target):
     """Codes and scales as the OCP reference has them, and the dequantized values as fake_quantize's, on blocks
     along the last axis and along a middle one with a shorter last block; one rule per format, in turn (the rules'
     scale code is fake_quantize's, tested rule by rule in tests/test_mx.py; the codes do not depend on it)."""
     require_target(target)
-    rules = MF.SCALE_RULES[MF.ELEMS.index(elem) % 4:][:1]
+    rules = MF.SCALE_RULES[MF.MX_ELEMS.index(elem) % 4:][:1]
     for shape, axis in (((6, 64), -1), ((3, 33, 2), 1)):
         x = _data(shape, len(shape))
         for rule in rules:

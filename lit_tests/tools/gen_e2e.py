@@ -323,6 +323,12 @@ CASES: dict[str, list[Case]] = {
              {"x": np.concatenate([a32(7, 5, -3, 1.5, 0.75, -0.0, *np.linspace(-6, 6, 26)),
                                    a32(np.inf, 2.0 ** 127, -2.0 ** 126, 3.0e38, 1, -0.0, *np.linspace(-1, 1, 26))]
                                   ).reshape(2, 32)}, "?x?", semantics="torchao"),
+        Case("nvfp4_two_level", "torchao, NVFP4: amax 24 makes pts = 24 / 2688; row 0's block scale 448 (E4M3), row 1's "
+             "amax 0.75 gives 0.75 / 6 / pts = 14 exactly; x times (1 / pts) / scale to FP4 (3.5 ties to 4), back times "
+             "pts * scale",
+             {"elem": "nvfp4", "block_size": 16, "axis": 1},
+             {"x": np.stack([a32(24, -10, 7, 3.5, 0.3, -0.0, *np.linspace(-20, 20, 10)),
+                             a32(0.75, -0.5, 0.1, 0.2, *np.linspace(-0.7, 0.7, 12))])}, "?x?", semantics="torchao"),
         Case("e3m2_even_ragged_middle", "torchao, MXFP6 E3M2, even, blocks of 32 along the middle axis of 1x36x2 (a block of "
              "4 at the end, its own scale): amax 30 rounds to 32 (a carry: byte 128); a NaN makes its block NaN",
              {"elem": "mxfp6_e3m2", "scale_rule": "even", "axis": 1, "ragged": True},

@@ -47,11 +47,14 @@ ELEM_GRIDS = {**{name: Grid(row.name, row.bias, row.mantissa_bits) for name, row
                                      ("mxfp6_e2m3", "float6_e2m3fn"), ("mxfp6_e3m2", "float6_e3m2fn"),
                                      ("mxfp4_e2m1", "float4_e2m1fn")))},
     "mxint8": Grid("int8 n * 2^-6", 1, 6)}
-ELEMS = tuple(ELEM_GRIDS)
+MX_ELEMS = tuple(ELEM_GRIDS)   # the E8M0-scaled formats (OCP's)
+ELEMS = MX_ELEMS + ("nvfp4",)   # NVFP4: E4M3 block scales and a per-tensor scale (torchao's, fake only)
+NVFP4_BLOCK = MXN.NVFP4.block_size
 SCALE_RULES = MXN.SCALE_RULES
 
 ELEM = attr("elem", str, "mxfp8_e4m3", ELEMS, doc="the element format")
-BLOCK_SIZE = attr("block_size", int, 32, doc="the elements along axis one scale covers (OCP: 32)")
+BLOCK_SIZE = attr("block_size", int, 32, doc="the elements along axis one scale covers (None: the format's own, OCP's "
+                                             "32, NVFP4's 16)")
 AXIS_ATTR = attr("axis", int, -1, doc="the axis the blocks run along (negative: from the end; torchao: the last)")
 SCALE_RULE = attr("scale_rule", str, "floor", SCALE_RULES,
                   doc="how the E8M0 scale is chosen from the block's amax: floor (OCP v1.0), ceil, even, rceil")
@@ -68,7 +71,7 @@ RAGGED = attr("ragged", bool, False, doc="set from the data: the axis is not a m
 
 
 def elem_info(name: str) -> MXN.Elem:
-    return MXO.ELEMS[name]
+    return MXN.NVFP4 if name == "nvfp4" else MXO.ELEMS[name]
 
 
 # -- the NumPy reference -----------------------------------------------------------------------------------
@@ -103,6 +106,11 @@ def check(c, spec, arrays, attrs):
         c.fail(f"block_size={bs} must be a positive integer (OCP: 32)", "block_size")
     if not -x.ndim <= axis < x.ndim:
         c.fail(f"axis={axis} is out of range for {name} of rank {x.ndim}; allowed: {-x.ndim}..{x.ndim - 1}", "axis")
+    if attrs.get("elem") == "nvfp4" and (bs != NVFP4_BLOCK or attrs.get("scale_rule", "floor") != "floor"
+                                         or attrs.get("rounding", "nearest") != "nearest"):
+        c.fail(f"elem='nvfp4' has blocks of {NVFP4_BLOCK} with an E4M3 scale (amax / 6, to nearest) and rounds to "
+               f"nearest: block_size={bs}, scale_rule={attrs.get('scale_rule')!r} and rounding="
+               f"{attrs.get('rounding', 'nearest')!r} do not apply (leave them out)", "elem")
     if attrs.get("rounding") == "stochastic":
         if not 0 <= attrs["seed"] < 2 ** 64:
             c.fail(f"seed={attrs['seed']} is out of range; allowed: 0 .. 2**64 - 1", "seed")
@@ -120,28 +128,6 @@ def check(c, spec, arrays, attrs):
 
 
 # -- the family ----------------------------------------------------------------------------------------------
-
-
-def _threshold(max_value: float, bits_at_least: int) -> int:
-    """The smallest float32 amax (its bits) with fl(amax / max_value) >= the float32 of ``bits_at_least``."""
-    lo, hi = 0, 0x7F7FFFFF
-    with np.errstate(all="ignore"):
-        while lo < hi:
-            mid = (lo + hi) // 2
-            d = (np.asarray(mid, U32).view(F32) / F32(max_value)).astype(F32)
-            if int(d.view(U32)) >= bits_at_least:
-                hi = mid
-            else:
-                lo = mid + 1
-    return lo
-
-
-def _nan_decoded(e: MXN.Elem, code: int) -> int:
-    """The float32 bits (quieted) a NaN element code decodes to, as torchao's to_dtype reads it back (fp8); the
-    canonical NaN for the formats without one (their NaN blocks come back as the scale's NaN)."""
-    if not e.is_fp8:
-        return 0x7FC00000
-    return int(np.asarray([code], np.uint8).view(e.np_type).astype(F32).view(U32)[0]) | 0x400000
 
 
 class MXFakeQuant(Family):
@@ -180,7 +166,9 @@ class MXFakeQuant(Family):
                 raise QDQError(f"{key}={out[key]!r} is not known; allowed: {', '.join(allowed)}", op=spec.name,
                                arg=key)
         if "elem_type" in spec.attr_map:
-            out["elem_type"] = MXO.STORAGE[out.get("elem", ELEM.default)]
+            out["elem_type"] = MXO.STORAGE.get(out.get("elem", ELEM.default), ELEM_TYPE.default)
+        if out.get("block_size", 0) is None:   # the format's own
+            out["block_size"] = NVFP4_BLOCK if out.get("elem") == "nvfp4" else BLOCK_SIZE.default
         axis, bs = out.get("axis", -1), out.get("block_size", 32)
         if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and x.ndim and -x.ndim <= axis < x.ndim:
             out["axis"] = int(axis) % x.ndim
@@ -222,21 +210,24 @@ class MXFakeQuant(Family):
 
     def template_vars(self, spec, attrs):
         e = elem_info(attrs["elem"])
-        return {"kind": spec.variant.kind, "elem": e, "row": ELEM_GRIDS[attrs["elem"]],
+        if e is MXN.NVFP4:   # its own helper (templates/nvfp4_blocks.mlir.j2) reads none of the E8M0 rules' values
+            return {"kind": spec.variant.kind, "nvfp4": True, "elem": e, "block_size": attrs["block_size"],
+                    "rule": "", "stochastic": False, "ragged": attrs["ragged"], "row": None}
+        return {"nvfp4": False, "kind": spec.variant.kind, "elem": e, "row": ELEM_GRIDS[attrs["elem"]],
                 "code_type": storage.get(MXO.STORAGE[attrs["elem"]]), "block_size": attrs["block_size"],
                 "rule": attrs.get("scale_rule", "floor"), "stochastic": attrs.get("rounding") == "stochastic",
                 "ragged": attrs["ragged"], "fp8": e.is_fp8,
                 "max_mantissa": int(np.asarray(e.max_value, F32).view(U32)) & 0x7FFFFF,
                 # RCEIL: amax at least thr_normal gives a normal amax / max; below it, amax at least thr_one gives
                 # code 1 (torchao's ceil(log2(d)) = -126 for d > 2^-127 (1 + 11 * 2^-22)), else code 0
-                "thr_normal": _threshold(e.max_value, 0x00800000), "thr_one": _threshold(e.max_value, 0x0040000C),
-                "nan_pos": _nan_decoded(e, 0x7F), "nan_neg": _nan_decoded(e, 0xFF)}
+                "thr_normal": MXN.threshold(e.max_value, 0x00800000), "thr_one": MXN.threshold(e.max_value, 0x0040000C),
+                "nan_pos": MXN.nan_decoded(e, 0x7F), "nan_neg": MXN.nan_decoded(e, 0xFF)}
 
     def matrix_variants(self, spec):
         """Each element format under each scale rule (24), blocks along the last axis or a middle one, a ragged
         last block in every other one; the block size 32, or 8 in a quarter (more blocks per sample)."""
         out = []
-        for i, e in enumerate(ELEMS):
+        for i, e in enumerate(MX_ELEMS):
             for j, r in enumerate(SCALE_RULES):
                 n = i * len(SCALE_RULES) + j
                 out.append({"elem": e, "scale_rule": r, "block_size": 8 if n % 4 == 3 else 32,
@@ -244,8 +235,10 @@ class MXFakeQuant(Family):
         # stochastic rounding: three formats (fake_quantize), two (quantize), a ragged middle axis in one
         sr = [{"elem": e, "scale_rule": r, "block_size": 32, "axis": 1, "ragged": g, "rounding": "stochastic"}
               for e, r, g in (("mxfp6_e2m3", "rceil", True), ("mxint8", "even", False), ("mxfp8_e4m3", "floor", False))]
+        nvfp4 = [{"elem": "nvfp4", "scale_rule": "floor", "block_size": NVFP4_BLOCK, "axis": 1, "ragged": g}
+                 for g in (False, True)]
         if spec.variant.kind == "fake":
-            return out + sr
+            return out + sr + nvfp4
         stored = out[1::5] + (sr[:2] if spec.variant.kind == "quantize" else [])   # each format once, rules in turn
         # (the gradient too: its mask is the scale's range)
         return [{k: v for k, v in (a | {"elem_type": MXO.STORAGE[a["elem"]]}).items() if k in spec.attr_map}
@@ -266,14 +259,17 @@ class MXFakeQuant(Family):
         bs, axis = attrs["block_size"], 1
         c = x.shape[axis]
         calls = []
+        nvfp4 = attrs["elem"] == "nvfp4"   # one tensor, one scale: blocks 2^-40 to 2^40, no NaN (it takes all)
         for _ in range(2):
             v = rng.standard_normal(x.shape).astype(F32)
-            mag = np.exp2(rng.integers(-140, 121, x.shape[:1] + (-(-c // bs),) + x.shape[2:])).astype(np.float64)
+            lo, hi = (-40, 41) if nvfp4 else (-140, 121)
+            mag = np.exp2(rng.integers(lo, hi, x.shape[:1] + (-(-c // bs),) + x.shape[2:])).astype(np.float64)
             with np.errstate(all="ignore"):
                 v = (v * np.repeat(mag, bs, axis=1)[:, :c]).astype(F32)
-            v = special(v, 1.0)
+            v = v if nvfp4 else special(v, 1.0)
             view = v.reshape(v.shape[0], c, -1)
-            for b, what in enumerate(("zero", "sub", "nan", "inf", "ninf")):
+            kinds = ("zero", "sub") + (("ninf",) if len(calls) else ()) if nvfp4 else ("zero", "sub", "nan", "inf", "ninf")
+            for b, what in enumerate(kinds):
                 row, lo = rng.integers(0, v.shape[0]), (b * bs) % (c - c % bs or c)
                 hi = min(lo + bs, c)
                 if what == "zero":
@@ -352,14 +348,25 @@ def _torchao_check(c, spec, arrays, attrs):
     if attrs.get("rounding", "nearest") != "nearest":
         c.fail("semantics='torchao': torchao 0.18.0 rounds to nearest only; rounding='stochastic' is under "
                "semantics='ocp'", "rounding")
-    if attrs["elem"] not in MXN.ELEMS:
+    if attrs["elem"] not in MXN.ELEMS and attrs["elem"] != "nvfp4":
         c.fail(f"semantics='torchao': torchao 0.18.0 has no {attrs['elem']} (its to_mx asserts 'unsupported'); "
-               f"allowed: {', '.join(MXN.ELEMS)} (semantics='ocp' takes {attrs['elem']})", "elem")
+               f"allowed: {', '.join(MXN.ELEMS)}, nvfp4 (semantics='ocp' takes {attrs['elem']})", "elem")
+    check(c, spec, arrays, attrs)
+
+
+def _ocp_check(c, spec, arrays, attrs):
+    if attrs["elem"] == "nvfp4":
+        c.fail("elem='nvfp4' is not an OCP format: semantics='torchao' computes it as torchao 0.18.0 does (the "
+               "per-tensor scale from the tensor's amax); a reference from NVIDIA's text is not here yet", "elem")
     check(c, spec, arrays, attrs)
 
 
 def _torchao_has(spec, attrs) -> bool:
-    return attrs.get("elem", ELEM.default) in MXN.ELEMS and attrs.get("rounding", "nearest") == "nearest"
+    return attrs.get("elem", ELEM.default) in (*MXN.ELEMS, "nvfp4") and attrs.get("rounding", "nearest") == "nearest"
+
+
+def _ocp_has(spec, attrs) -> bool:
+    return attrs.get("elem", ELEM.default) != "nvfp4"
 
 
 def _ocp_only(spec) -> str:
@@ -380,13 +387,14 @@ class Variant:
 _ELEM_OF_TYPE = {t: e for e, t in MXO.STORAGE.items()}
 FAMILY = MXFakeQuant()
 FAMILY.rules_by_semantics = {
-    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=check, arithmetic=OCP_ARITH, params=_keys),
+    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=_ocp_check, arithmetic=OCP_ARITH,
+                 params=_keys, answers_variant=_ocp_has),
     "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
                      dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has,
                      unsupported=_ocp_only),
 }
 
-_DEFAULTS = (("block_size", 32), ("axis", -1), ("scale_rule", "floor"), ("rounding", "nearest"), ("seed", 0))
+_DEFAULTS = (("block_size", None), ("axis", -1), ("scale_rule", "floor"), ("rounding", "nearest"), ("seed", 0))
 SPECS = (
     OpSpec("MXFakeQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ROUNDING, SEED, RAGGED),
            (result("y"),), DTYPES,

@@ -233,3 +233,28 @@ def nvfp4(x, pts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     codes, vals = _elements(q, NVFP4)
     deq = _times(vals, dscale[..., None])
     return s8, codes.reshape(np.shape(x)), deq.reshape(np.shape(x))
+
+
+# -- what the compiled program reads of these steps (templates/mx_fake_quant.mlir.j2) ------------------------
+
+
+def threshold(max_value: float, bits_at_least: int) -> int:
+    """The smallest float32 amax (its bits) with fl(amax / max_value) >= the float32 of ``bits_at_least``."""
+    lo, hi = 0, 0x7F7FFFFF
+    with np.errstate(all="ignore"):
+        while lo < hi:
+            mid = (lo + hi) // 2
+            d = (np.asarray(mid, U32).view(F32) / F32(max_value)).astype(F32)
+            if int(d.view(U32)) >= bits_at_least:
+                hi = mid
+            else:
+                lo = mid + 1
+    return lo
+
+
+def nan_decoded(e: Elem, code: int) -> int:
+    """The float32 bits (quieted) a NaN element code decodes to, as torchao's to_dtype reads it back (fp8); the
+    canonical NaN for the formats without one (their NaN blocks come back as the scale's NaN)."""
+    if not e.is_fp8:
+        return 0x7FC00000
+    return int(np.asarray([code], np.uint8).view(e.np_type).astype(F32).view(U32)[0]) | 0x400000

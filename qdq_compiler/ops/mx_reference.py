@@ -36,7 +36,9 @@ def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, ref
     if x.size == 0:
         return x.copy()
     rows, moved_shape, c = _as_rows(x, axis, block_size)
-    if reference == "ocp":
+    if elem == "nvfp4":   # torchao's two-level NVFP4: the per-tensor scale from the whole tensor (zeros pad nothing)
+        _, _, deq = MXN.nvfp4(rows, MXN.per_tensor_scale(x))
+    elif reference == "ocp":
         deq = MXO.fake_quantize_rows(rows, elem, scale_rule, block_size, _random_rows(r, axis, block_size))
     else:
         _, _, deq = MXN.mx(rows, elem, scale_rule, block_size)

@@ -12,7 +12,7 @@ from ..mx_vjp import vjp_of as _mx_vjp
 
 
 @mx_arguments
-def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', rounding='nearest', seed=0,
+def fake_quantize(x, elem, *, block_size=None, axis=-1, scale_rule='floor', rounding='nearest', seed=0,
                   semantics='ocp'):
     """x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) and
     dequantized, in x's type. Returns y.
@@ -23,7 +23,7 @@ def fake_quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', roundi
 
 
 @mx_arguments
-def quantize(x, elem, *, block_size=32, axis=-1, scale_rule='floor', rounding='nearest', seed=0,
+def quantize(x, elem, *, block_size=None, axis=-1, scale_rule='floor', rounding='nearest', seed=0,
              semantics='ocp'):
     """x in an MX format: (elements, scales), the element codes (ml_dtypes, one per byte; MXINT8: int8) and one
     float8_e8m0fnu scale per block along axis, chosen by scale_rule. Returns (elements, scales), a namedtuple.
@@ -44,7 +44,7 @@ def dequantize(elements, scales, *, block_size=32, axis=-1, out_dtype='float32',
 
 
 @mx_arguments
-def fake_quantize_gradient(gradients, x, elem, *, block_size=32, axis=-1, scale_rule='floor',
+def fake_quantize_gradient(gradients, x, elem, *, block_size=None, axis=-1, scale_rule='floor',
                            semantics='ocp'):
     """fake_quantize's clipped straight-through gradient: gradients where x lies within its block's representable
     range (|x| <= the largest element times X), 0 elsewhere and in a block whose scale is NaN. Returns
