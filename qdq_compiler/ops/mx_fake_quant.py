@@ -1,20 +1,23 @@
 """Block-scaled fake quantization, compiled (issue 25): OCP Microscaling's element formats (MXFP8 E4M3/E5M2, MXFP6
-E2M3/E3M2, MXFP4 E2M1) with one E8M0 scale per block, under the four scale rules torchao has, as torchao 0.18.0
-computes them (semantics ``torchao``; its steps, measured: ops/mx_numerics.py, held to 751 goldens).
+E2M3/E3M2, MXFP4 E2M1, MXINT8) with one E8M0 scale per block under four scale rules, and NVIDIA's NVFP4. Two
+semantics: ``ocp``, the OCP v1.0 text in exact arithmetic (ops/mx_ocp.py), and ``torchao``, torchao 0.18.0's bits
+(ops/mx_numerics.py, held to 751 goldens; NVFP4 is torchao's only).
 
-Three ops, one template: ``MXFakeQuantize`` (public: ``qdq_compiler.mx.fake_quantize``): x quantized to the format
-block by block along ``axis`` and dequantized, in x's type; ``MXQuantize`` (``quantize``): the stored form, element
-codes and E8M0 scales (a BLOCKS result), and ``MXDequantize`` (``dequantize``) back, under ``ocp`` only
-(templates/mx_encode.mlir.j2, mx_decode.mlir.j2). Blocks are ``block_size`` consecutive elements of that axis; torchao
-refuses a length that is not a multiple, we take a shorter last block (its scale from its own elements: the same
-as padding it with zeros, which is how the program and the oracle compute it; ``ragged``, set from the data).
+Four ops, one template (templates/mx_fake_quant.mlir.j2 and its includes): ``MXFakeQuantize`` (public:
+``qdq_compiler.mx.fake_quantize``): x quantized block by block along ``axis`` and dequantized, in x's type, rounded
+to nearest or stochastically (``ocp``: counter-based, ops/mx_stochastic.py); ``MXQuantize`` (``quantize``): the
+stored form, element codes and E8M0 scales (a BLOCKS result; mx_encode.mlir.j2); ``MXDequantize`` (``dequantize``)
+back (mx_decode.mlir.j2); ``MXFakeQuantizeGradient`` (``fake_quantize_gradient``): clipped straight-through. Blocks
+are ``block_size`` consecutive elements of that axis; torchao refuses a length that is not a multiple, we take a
+shorter last block (its scale from its own elements: the same as padding it with zeros, which is how the program
+and the oracle compute it; ``ragged``, set from the data).
 
-The program (templates/mx_fake_quant.mlir.j2) reads every scale from integer operations on the block's largest
-magnitude (its float32 bits) and rounds x to the element grid scaled by the block's power of two directly on x's
-bits (quantize-then-dequantize by a power of two is exactly that), so it gives NumPy's bits on the CPU targets,
-which flush subnormals. RCEIL's ceil(log2(amax / max)) is torchao's float32 log2 as integer thresholds (a
-correctly rounded float32 log2 maps just above 2^k to k when k's binade is wide; the template's table, checked
-against the oracle for every exponent), or exact under OCP.
+The program reads every E8M0 scale from integer operations on the block's largest magnitude (its float32 bits)
+and rounds x to the element grid scaled by the block's power of two directly on x's bits (quantize-then-dequantize
+by a power of two is exactly that), so it gives NumPy's bits on the CPU targets, which flush subnormals. RCEIL's
+ceil(log2(amax / max)) is torchao's float32 log2 as integer thresholds (a correctly rounded float32 log2 maps just
+above 2^k to k when k's binade is wide; the template's table, checked against the oracle for every exponent), or
+exact under OCP. NVFP4 (nvfp4_blocks.mlir.j2) is torchao's float32 operations one for one.
 """
 from __future__ import annotations
 
@@ -255,11 +258,12 @@ class MXFakeQuant(Family):
 
     def random_calls(self, spec, attrs, x, rng, special):
         """Two calls on x's shape: each block its own magnitude (2^-140 to 2^120), the specials sprinkled, and one
-        block of zeros, one of subnormals, one with a NaN, one with +inf, one with -inf."""
+        block of zeros, one of subnormals, one with a NaN, one with +inf, one with -inf. NVFP4 (one per-tensor
+        scale, which one NaN makes NaN everywhere): blocks 2^-40 to 2^40, zeros and subnormals, -inf in the second."""
         bs, axis = attrs["block_size"], 1
         c = x.shape[axis]
         calls = []
-        nvfp4 = attrs["elem"] == "nvfp4"   # one tensor, one scale: blocks 2^-40 to 2^40, no NaN (it takes all)
+        nvfp4 = attrs["elem"] == "nvfp4"
         for _ in range(2):
             v = rng.standard_normal(x.shape).astype(F32)
             lo, hi = (-40, 41) if nvfp4 else (-140, 121)
@@ -268,7 +272,7 @@ class MXFakeQuant(Family):
                 v = (v * np.repeat(mag, bs, axis=1)[:, :c]).astype(F32)
             v = v if nvfp4 else special(v, 1.0)
             view = v.reshape(v.shape[0], c, -1)
-            kinds = ("zero", "sub") + (("ninf",) if len(calls) else ()) if nvfp4 else ("zero", "sub", "nan", "inf", "ninf")
+            kinds = (("zero", "sub", "ninf")[:2 + len(calls)]) if nvfp4 else ("zero", "sub", "nan", "inf", "ninf")
             for b, what in enumerate(kinds):
                 row, lo = rng.integers(0, v.shape[0]), (b * bs) % (c - c % bs or c)
                 hi = min(lo + bs, c)
