@@ -8,6 +8,9 @@ static and dynamic, float16 and bfloat16, on cpu, vmvx and Vulkan, random codes 
 255); the lit e2e tests pin one program of each on every target."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -123,8 +126,10 @@ def test_bad_input_is_named():
         q.mx.quantize(x, "mxfp8_e4m3", block_size=0)
     with pytest.raises(QDQError, match="axis=2 is out of range"):
         q.mx.dequantize(e, s, axis=2)
-    with pytest.raises(QDQError, match="semantics='torchao': quantize is OCP's stored form only"):
-        q.mx.quantize(x, "mxfp8_e4m3", semantics="torchao")
+    with pytest.raises(QDQError, match="semantics='torchao': dequantize is OCP's here"):
+        q.mx.dequantize(e, s, semantics="torchao")
+    with pytest.raises(QDQError, match="torchao 0.18.0 has no mxint8"):
+        q.mx.quantize(x, "mxint8", semantics="torchao")
 
 
 README_BITS = {   # README's table of stored bits: (format, amax) -> rule -> (E8M0 byte, the three element codes)
@@ -146,3 +151,26 @@ def test_the_readmes_table_of_stored_bits(elem, amax):
     for rule, (byte, *codes) in README_BITS[elem, amax].items():
         e, s = q.mx.quantize(x, elem, scale_rule=rule)
         assert (int(s.view(np.uint8)[0, 0]), *e.view(np.uint8)[0, :3].tolist()) == (byte, *codes), rule
+
+
+GOLDENS = json.loads((Path(MF.__file__).resolve().parent.parent / "goldens" / "mx" / "torchao.json").read_text())
+TORCHAO_KINDS = sorted({(c["elem"], c["scale_rule"]) for c in GOLDENS["cases"] if c["elem"] != "nvfp4"})
+
+
+@pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
+def test_torchaos_codes_and_scales_goldens(target):
+    """semantics='torchao': torchao 0.18.0's to_mx codes and E8M0 bytes for every golden (660 cases, 20 format x
+    rule kinds on cpu; five kinds in turn on vmvx and Vulkan), NaN blocks included (their codes follow x's bits
+    through torchao's cast: x / inf, a NaN's payload, inf / inf's default NaN)."""
+    require_target(target)
+    kinds = TORCHAO_KINDS if target == "cpu" else TORCHAO_KINDS[("vmvx", "vulkan").index(target)::4]
+    checked = 0
+    for c in GOLDENS["cases"]:
+        if (c["elem"], c["scale_rule"]) not in kinds or "error" in c:
+            continue
+        x = np.array(c["x"], np.uint64).astype(np.uint32).view(np.float32).reshape(c["shape"])
+        e, s = q.mx.quantize(x, c["elem"], scale_rule=c["scale_rule"], semantics="torchao", target=target)
+        assert e.view(np.uint8).ravel().tolist() == c["elements"], (c["id"], c["tags"])
+        assert s.view(np.uint8).ravel().tolist() == c["scales"], (c["id"], c["tags"])
+        checked += 1
+    assert checked >= 30 * len(kinds)

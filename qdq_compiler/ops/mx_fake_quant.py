@@ -6,8 +6,8 @@ semantics: ``ocp``, the OCP v1.0 text in exact arithmetic (ops/mx_ocp.py), and `
 Four ops, one template (templates/mx_fake_quant.mlir.j2 and its includes): ``MXFakeQuantize`` (public:
 ``qdq_compiler.mx.fake_quantize``): x quantized block by block along ``axis`` and dequantized, in x's type, rounded
 to nearest or stochastically (``ocp``: counter-based, ops/mx_stochastic.py); ``MXQuantize`` (``quantize``): the
-stored form, element codes and E8M0 scales (a BLOCKS result; mx_encode.mlir.j2); ``MXDequantize`` (``dequantize``)
-back (mx_decode.mlir.j2); ``MXFakeQuantizeGradient`` (``fake_quantize_gradient``): clipped straight-through. Blocks
+stored form, element codes and E8M0 scales (a BLOCKS result; mx_encode.mlir.j2; both semantics); ``MXDequantize``
+(``dequantize``, OCP's) back (mx_decode.mlir.j2); ``MXFakeQuantizeGradient`` (``fake_quantize_gradient``): clipped straight-through. Blocks
 are ``block_size`` consecutive elements of that axis; torchao refuses a length that is not a multiple, we take a
 shorter last block (its scale from its own elements: the same as padding it with zeros, which is how the program
 and the oracle compute it; ``ragged``, set from the data).
@@ -91,7 +91,7 @@ def _oracle(reference: str):
         x = call.arrays["x"]
         r = MXS.element_random_bits(a["seed"], x.shape) if a.get("rounding") == "stochastic" else None
         if kind == "quantize":
-            return quantize(x, a["elem"], a["block_size"], a["axis"], a["scale_rule"], r)
+            return quantize(x, a["elem"], a["block_size"], a["axis"], a["scale_rule"], r, reference)
         return (fake_quantize(x, a["elem"], a["block_size"], a["axis"], a["scale_rule"], reference, r),)
     return oracle
 
@@ -352,6 +352,8 @@ def _torchao_check(c, spec, arrays, attrs):
     if attrs.get("rounding", "nearest") != "nearest":
         c.fail("semantics='torchao': torchao 0.18.0 rounds to nearest only; rounding='stochastic' is under "
                "semantics='ocp'", "rounding")
+    if attrs["elem"] == "nvfp4" and spec.variant.kind != "fake":
+        c.fail(f"semantics='torchao': {spec.function_name} of elem='nvfp4' is not here yet (fake_quantize is)", "elem")
     if attrs["elem"] not in MXN.ELEMS and attrs["elem"] != "nvfp4":
         c.fail(f"semantics='torchao': torchao 0.18.0 has no {attrs['elem']} (its to_mx asserts 'unsupported'); "
                f"allowed: {', '.join(MXN.ELEMS)}, nvfp4 (semantics='ocp' takes {attrs['elem']})", "elem")
@@ -377,9 +379,9 @@ def _ocp_only(spec) -> str:
     if spec.variant.kind == "gradient":
         return ("semantics='torchao': torchao 0.18.0 defines no gradient of its MX conversion here; semantics='ocp' "
                 "has fake_quantize_gradient (clipped straight-through)")
-    return "" if spec.variant.kind == "fake" else (
-        f"semantics='torchao': {spec.function_name} is OCP's stored form only here (torchao's codes in a NaN "
-        f"block depend on the NaN's payload); semantics='ocp' has it")
+    return "" if spec.variant.kind != "dequantize" else (
+        "semantics='torchao': dequantize is OCP's here (torchao's to_dtype is the same X * P but for the bits of a "
+        "NaN); semantics='ocp' has it")
 
 
 @dataclass(frozen=True)

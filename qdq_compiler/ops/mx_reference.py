@@ -45,10 +45,10 @@ def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, ref
     return np.moveaxis(deq[:, :c].reshape(moved_shape), -1, axis)
 
 
-def quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, r: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray]:
+def quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, r: np.ndarray | None = None,
+             reference: str = "ocp") -> tuple[np.ndarray, np.ndarray]:
     """(elements in MXO.STORAGE[elem], float8_e8m0fnu scales of x's shape with ceil(C / block_size) along axis)
-    as the OCP text says (ops/mx_ocp.py)."""
+    as the OCP text says (ops/mx_ocp.py) or as torchao's to_mx gives them (``reference`` "torchao")."""
     x = np.asarray(x, F32)
     t = storage.get(MXO.STORAGE[elem])
     nb_shape = list(x.shape)
@@ -56,7 +56,10 @@ def quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, r: np.nd
     if x.size == 0:
         return np.zeros(x.shape, t.np), np.zeros(nb_shape, storage.get("float8_e8m0fnu").np)
     rows, moved_shape, c = _as_rows(x, axis, block_size)
-    codes, scale_bytes = MXO.quantize_rows(rows, elem, scale_rule, block_size, _random_rows(r, axis, block_size))
+    if reference == "torchao":
+        scale_bytes, codes, _ = MXN.mx(rows, elem, scale_rule, block_size)
+    else:
+        codes, scale_bytes = MXO.quantize_rows(rows, elem, scale_rule, block_size, _random_rows(r, axis, block_size))
     elements = np.moveaxis(codes[:, :c].reshape(moved_shape), -1, axis)
     scales = np.moveaxis(scale_bytes.reshape(moved_shape[:-1] + (-1,)), -1, axis)
     return (storage.from_codes(np.ascontiguousarray(elements).astype(t.code_dtype), t.np),
