@@ -122,7 +122,7 @@ MUTATIONS = [
              ("e2e/cpu/QuantizeLinear.test",),
              (["QuantizeLinear", "--attr", "output_dtype=int4"], "%magic_s = stablehlo.constant dense<0x4B000000>")),
     # torchao's MX byte 0 divides by 2^-126 (then multiplies back by 2^-127): OCP's 2^-127 both ways is another answer
-    Mutation("mx_byte0_divisor", "mx_fake_quant.mlir.j2",
+    Mutation("mx_byte0_divisor", "mx_scale.mlir.j2",
              r"%b_cm = stablehlo\.maximum %b_code1, %b_byte0 :", "%b_cm = stablehlo.maximum %b_code1, %b_0 :", 1,
              ("e2e/cpu/MXFakeQuantize.test",),
              (["MXFakeQuantize", "--attr", "elem=mxfp8_e4m3", "--semantics", "torchao"],
