@@ -267,6 +267,8 @@ def test_cases_under_each_semantics_named_and_without_frameworks():
     assert all(c.tf and c.torch is None for c in xla) and xla[1].compare_to == "FakeQuantWithMinMaxVars@tf-xla"
     assert not bench.select_cases("QuantizeAndDequantizeV4Grad", ("tf-xla",))[0].tf   # no XLA kernel
     assert bench.select_cases("QuantizeAndDequantize", ("tf-xla",)) == []   # V1 has no XLA lowering
+    mx = [c.name for c in bench.select_cases("MXFakeQuantize", ("ocp", "torchao"))]   # torchao: no stochastic rounding
+    assert "MXFakeQuantize[mxfp4_e2m1,stochastic]" in mx and "MXFakeQuantize[mxfp4_e2m1,stochastic]@torchao" not in mx
     rows = bench.measure_case(xla[0], 6, ["cpu"], 1, frameworks=())
     assert {r["variant"] for r in rows} >= {"api", "device", "oracle"}
     assert [r["exact"] for r in rows if r["variant"] == "api"] == [True]   # checked against the tf-xla oracle
