@@ -109,8 +109,9 @@ def _aten_param(spec, name: str) -> str:
     return f"{name}={spec.signature_defaults[name]!r}"
 
 
-# Hand-written helpers a namespace binds to its generated functions: (module, name, the functions it takes).
-HELPERS = {"mx": (("mx_vjp", "fake_quantize_vjp", ("fake_quantize", "fake_quantize_gradient")),)}
+# Hand-written helpers a namespace binds to its generated functions: (module, its factory, the name bound, the
+# generated functions the factory takes).
+HELPERS = {"mx": (("mx_vjp", "vjp_of", "fake_quantize_vjp", ("fake_quantize", "fake_quantize_gradient")),)}
 
 
 def render(namespace: str, kind: str) -> str:
@@ -121,10 +122,10 @@ def render(namespace: str, kind: str) -> str:
             "           if callable(fn) and getattr(fn, \"__module__\", None) == __name__]")
     helpers = HELPERS.get(namespace, ())
     up = "." if kind == "compiled" else ".."
-    imports = "".join(f"from {up}{module} import vjp_of as _{module}\n" for module, _, _ in helpers)
+    imports = "".join(f"from {up}{module} import {factory} as _{module}\n" for module, factory, _, _ in helpers)
     bound = "".join(f"{name} = _{module}({', '.join(takes)})   # hand-written: qdq_compiler/{module}.py\n"
-                    for module, name, takes in helpers)
-    extra = "".join(f"__all__.append({name!r})\n" for _, name, _ in helpers)
+                    for module, _, name, takes in helpers)
+    extra = "".join(f"__all__.append({name!r})\n" for _, _, name, _ in helpers)
     bound = f"{bound}\n" if bound else ""
     return f"{_header(namespace, kind)}{imports}\n\n{funcs}\n\n{bound}{all_}\n{extra}"
 

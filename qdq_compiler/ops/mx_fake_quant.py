@@ -375,7 +375,7 @@ def _ocp_has(spec, attrs) -> bool:
     return attrs.get("elem", ELEM.default) != "nvfp4"
 
 
-def _ocp_only(spec) -> str:
+def _torchao_unsupported(spec) -> str:
     if spec.variant.kind == "gradient":
         return ("semantics='torchao': torchao 0.18.0 defines no gradient of its MX conversion here; semantics='ocp' "
                 "has fake_quantize_gradient (clipped straight-through)")
@@ -397,7 +397,7 @@ FAMILY.rules_by_semantics = {
                  params=_keys, answers_variant=_ocp_has),
     "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
                      dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has,
-                     unsupported=_ocp_only),
+                     unsupported=_torchao_unsupported),
 }
 
 _DEFAULTS = (("block_size", None), ("axis", -1), ("scale_rule", "floor"), ("rounding", "nearest"), ("seed", 0))
