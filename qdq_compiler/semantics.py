@@ -65,11 +65,12 @@ TORCHAO = Semantics(
     "scaled finite; float32 arithmetic, subnormals kept (ops/mx_numerics.py lists where it departs from OCP v1.0).")
 
 OCP_MX = Semantics(
-    "ocp", "mx", "OCP Microscaling Formats (MX) v1.0, the specification", "mx/ocp",
-    "The OCP MX v1.0 specification's conversion (section 6.3) as exact arithmetic: the E8M0 scale 2^s, byte 0 "
+    "ocp", "mx", "OCP Microscaling Formats (MX) v1.0, the specification (NVFP4: NVIDIA's recipe)", "mx/ocp",
+    "The formats' own texts. OCP MX v1.0's conversion (section 6.3) as exact arithmetic: the E8M0 scale 2^s, byte 0 "
     "2^-127 both ways, elements rounded to nearest even and clamped to the largest normal, a block with a NaN or "
     "an infinity NaN; where the text is silent (the ceil, even and rceil rules, which NaN) the choice is stated in "
-    "ops/mx_ocp.py.")
+    "ops/mx_ocp.py. NVFP4 (not an OCP format) as NVIDIA's recipe computes it, each step a float32 operation "
+    "(ops/nvfp4_spec.py).")
 
 SEMANTICS: dict[str, Semantics] = {s.name: s for s in (TF_CPU, TF_XLA, TORCH_CPU, ONNX_REFERENCE, ORT_CPU, OCP_MX,
                                                        TORCHAO)}

@@ -18,6 +18,7 @@ import pytest
 import qdq_compiler as q
 from qdq_compiler import QDQError, QDQTypeError
 from qdq_compiler.ops import mx_fake_quant as MF
+from qdq_compiler.ops import mx_specs as MS
 from qdq_compiler.ops import mx_numerics as MXN
 from targets_util import require as require_target
 
@@ -78,7 +79,7 @@ def _amax_sweep(e: MXN.Elem) -> np.ndarray:
     around = np.concatenate([k + np.arange(0, 41), k - np.arange(1, 4), (k | 0x7FFFFF) - np.arange(0, 3)], axis=1)
     maxm = int(np.float32(e.max_value).view(np.uint32)) & 0x7FFFFF
     near_max = k + maxm + np.arange(-3, 4)
-    fam = MF.FAMILY.template_vars(MF.SPECS[0], {"elem": e.name, "scale_rule": "rceil", "block_size": 32,
+    fam = MF.FAMILY.template_vars(MS.SPECS[0], {"elem": e.name, "scale_rule": "rceil", "block_size": 32,
                                                   "ragged": False})
     edges = np.concatenate([fam["thr_normal"] + np.arange(-40, 40), fam["thr_one"] + np.arange(-40, 40),
                             np.arange(0, 64), [0x7F7FFFFF, 0x7F800000],
@@ -225,7 +226,8 @@ def test_the_public_function_is_generated_and_current():
     spec.loader.exec_module(gen)
     for kind in ("compiled", "oracle"):
         assert gen.FILES["mx", kind].read_text() == gen.render("mx", kind)
-    names = ["fake_quantize", "quantize", "dequantize", "fake_quantize_gradient", "fake_quantize_vjp"]
+    names = ["fake_quantize", "quantize", "dequantize", "fake_quantize_gradient", "nvfp4_quantize", "nvfp4_dequantize",
+             "fake_quantize_vjp"]
     assert q.mx.__all__ == names and q.oracle.mx.__all__ == names
 
 

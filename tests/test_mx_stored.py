@@ -126,7 +126,7 @@ def test_bad_input_is_named():
         q.mx.quantize(x, "mxfp8_e4m3", block_size=0)
     with pytest.raises(QDQError, match="axis=2 is out of range"):
         q.mx.dequantize(e, s, axis=2)
-    with pytest.raises(QDQError, match="semantics='torchao': dequantize is OCP's here"):
+    with pytest.raises(QDQError, match="semantics='torchao': dequantize is the specification's here"):
         q.mx.dequantize(e, s, semantics="torchao")
     with pytest.raises(QDQError, match="torchao 0.18.0 has no mxint8"):
         q.mx.quantize(x, "mxint8", semantics="torchao")

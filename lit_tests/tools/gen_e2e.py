@@ -323,6 +323,12 @@ CASES: dict[str, list[Case]] = {
              {"x": np.concatenate([a32(7, 5, -3, 1.5, 0.75, -0.0, *np.linspace(-6, 6, 26)),
                                    a32(np.inf, 2.0 ** 127, -2.0 ** 126, 3.0e38, 1, -0.0, *np.linspace(-1, 1, 26))]
                                   ).reshape(2, 32)}, "?x?", semantics="torchao"),
+        Case("nvfp4_nvidia", "NVIDIA's NVFP4 recipe (ocp): amax 24 gives s_enc = 2688 / 24 = 112, s_dec = 1 / 112 "
+             "(rounded); row 0's scale e4m3(24 / 6 * 112) = 448, row 1's e4m3(0.75 / 6 * 112) = 14; x times 1 / (scale "
+             "* s_dec) to FP4, back as (P * scale) * s_dec (torchao rounds pts * scale first)",
+             {"elem": "nvfp4", "block_size": 16, "axis": 1},
+             {"x": np.stack([a32(24, -10, 7, 3.5, 0.3, -0.0, *np.linspace(-20, 20, 10)),
+                             a32(0.75, -0.5, 0.1, 0.2, *np.linspace(-0.7, 0.7, 12))])}, "?x?"),
         Case("nvfp4_two_level", "torchao, NVFP4: amax 24 makes pts = 24 / 2688; row 0's block scale 448 (E4M3), row 1's "
              "amax 0.75 gives 0.75 / 6 / pts = 14 exactly; x times (1 / pts) / scale to FP4 (3.5 ties to 4), back times "
              "pts * scale",
@@ -365,6 +371,27 @@ CASES: dict[str, list[Case]] = {
              {"elem": "mxint8", "axis": 1, "ragged": True},
              {"elements": np.array([[-128, 127, 1, -1] + [5] * 30, [64] * 34], np.int8),
               "scales": np.array([[127, 254], [120, 0]], np.uint8).view(ml_dtypes.float8_e8m0fnu)}, "?x?"),
+    ],
+    "NVFP4Quantize": [
+        Case("nvidia_recipe", "NVIDIA's NVFP4 recipe (the default, ocp): the tensor's amax 2688 gives s_enc = s_dec = 1; "
+             "block 0's scale 448 (0x7E): 1000 -> 2.23 -> code 4 (2), -0 -> 0x8, 1.4 -> 0; block 1's amax 0.01 gives "
+             "0.00167, an E4M3 subnormal: 2^-9 (0x01), 0.01 -> 5.12 -> 6 (code 7), -0.004 -> -2 (0xC); the tensor "
+             "scale is the third result",
+             {"axis": 1},
+             {"x": np.stack([a32(2688, 1000, -0.0, 1.4, -12.5, *np.linspace(-9, 9, 11), 0.01, -0.004,
+                                 *np.linspace(-0.005, 0.005, 14))])}, "?x?"),
+        Case("nvidia_zeros", "a tensor of zeros: signed zero codes, block scales 0, the tensor scale 1 / FLT_MAX = 2^-128 "
+             "(0x00200000, a subnormal made from its bits: the CPU targets flush the quotient)",
+             {"axis": 1}, {"x": np.stack([np.zeros(16, F32), -np.zeros(16, F32)])}, "?x?"),
+    ],
+    "NVFP4Dequantize": [
+        Case("nvidia_specials", "(P * S) * s_dec: 0x2 (1.0) times 448 (0x7E) times 0.5, 0xF (-6) times it, 0x8 (-0); "
+             "row 1's scale 0x01 (2^-9) and 0x81 (-2^-9); row 2's 0x7F is NaN: every element 0x7FC00000",
+             {"axis": 1},
+             {"elements": np.array([[0x2, 0xF, 0x8, 0x7] + [0x1] * 12, [0x7, 0x3] + [0x2] * 14, [0x2] * 16],
+                                   np.uint8).view(ml_dtypes.float4_e2m1fn),
+              "scales": np.array([[0x7E], [0x01], [0x7F]], np.uint8).view(ml_dtypes.float8_e4m3fn),
+              "tensor_scale": np.array(0.5, F32)}, "?x?"),
     ],
     "MXFakeQuantizeGradient": [
         Case("ocp_clipped_ragged", "OCP, MXFP4 E2M1, floor, clipped straight-through along the last axis of 2x34 (a "
@@ -529,6 +556,9 @@ QUIRK_TARGETS = {
     "MXQuantize": TARGETS,
     "MXDequantize": TARGETS,
     "MXFakeQuantizeGradient": TARGETS,
+    # NVFP4's zero tensor scale 2^-128 made from its bits (FTZ on cpu and vmvx; Vulkan keeps subnormals)
+    "NVFP4Quantize": TARGETS,
+    "NVFP4Dequantize": TARGETS,
 }
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from ..errors import QDQError
 from . import (aten_fake_quant, aten_learnable_grad, aten_mask_grad, aten_observer, fake_quant, fake_quant_grad,
-               mx_fake_quant, onnx_qdq, qdq, qdq_grad)
+               mx_specs, onnx_qdq, qdq, qdq_grad)
 from .family import AXIS, FLAT, LAST, Family
 from .spec import BLOCKS, DATA, RANGE, SCALAR, Attr, Input, OpSpec, Output
 
 FAMILY_MODULES = (qdq, qdq_grad, fake_quant, fake_quant_grad, aten_fake_quant, aten_mask_grad, aten_learnable_grad,
-                  aten_observer, onnx_qdq, mx_fake_quant)
+                  aten_observer, onnx_qdq, mx_specs)
 FAMILIES: tuple[Family, ...] = tuple(m.FAMILY for m in FAMILY_MODULES)
 
 OPS: dict[str, OpSpec] = {}

@@ -1,13 +1,16 @@
 """Block-scaled fake quantization, compiled (issue 25): OCP Microscaling's element formats (MXFP8 E4M3/E5M2, MXFP6
 E2M3/E3M2, MXFP4 E2M1, MXINT8) with one E8M0 scale per block under four scale rules, and NVIDIA's NVFP4. Two
-semantics: ``ocp``, the OCP v1.0 text in exact arithmetic (ops/mx_ocp.py), and ``torchao``, torchao 0.18.0's bits
-(ops/mx_numerics.py, held to 751 goldens; NVFP4 is torchao's only).
+semantics: ``ocp``, the formats' own texts: OCP v1.0 in exact arithmetic (ops/mx_ocp.py) and, for NVFP4, NVIDIA's
+recipe (ops/nvfp4_spec.py), and ``torchao``, torchao 0.18.0's bits (ops/mx_numerics.py, held to 751 goldens). The
+semantics' rules and the OpSpecs are in ops/mx_specs.py.
 
-Four ops, one template (templates/mx_fake_quant.mlir.j2 and its includes): ``MXFakeQuantize`` (public:
+Six ops, one template (templates/mx_fake_quant.mlir.j2 and its includes): ``MXFakeQuantize`` (public:
 ``qdq_compiler.mx.fake_quantize``): x quantized block by block along ``axis`` and dequantized, in x's type, rounded
 to nearest or stochastically (``ocp``: counter-based, ops/mx_stochastic.py); ``MXQuantize`` (``quantize``): the
 stored form, element codes and E8M0 scales (a BLOCKS result; mx_encode.mlir.j2; both semantics); ``MXDequantize``
-(``dequantize``, OCP's) back (mx_decode.mlir.j2); ``MXFakeQuantizeGradient`` (``fake_quantize_gradient``): clipped straight-through. Blocks
+(``dequantize``, OCP's) back (mx_decode.mlir.j2); ``MXFakeQuantizeGradient`` (``fake_quantize_gradient``): clipped
+straight-through; ``NVFP4Quantize`` and ``NVFP4Dequantize`` (``nvfp4_quantize``, ``nvfp4_dequantize``): NVFP4's
+stored form, three parts (E2M1 codes, E4M3 block scales, the float32 tensor scale), NVIDIA's recipe. Blocks
 are ``block_size`` consecutive elements of that axis; torchao refuses a length that is not a multiple, we take a
 shorter last block (its scale from its own elements: the same as padding it with zeros, which is how the program
 and the oracle compute it; ``ragged``, set from the data).
@@ -17,7 +20,8 @@ and rounds x to the element grid scaled by the block's power of two directly on 
 by a power of two is exactly that), so it gives NumPy's bits on the CPU targets, which flush subnormals. RCEIL's
 ceil(log2(amax / max)) is torchao's float32 log2 as integer thresholds (a correctly rounded float32 log2 maps just
 above 2^k to k when k's binade is wide; the template's table, checked against the oracle for every exponent), or
-exact under OCP. NVFP4 (nvfp4_blocks.mlir.j2) is torchao's float32 operations one for one.
+exact under OCP. NVFP4 (nvfp4_blocks.mlir.j2, nvfp4_decode.mlir.j2) is the float32 operations of NVIDIA's recipe
+(``ocp``: ops/nvfp4_spec.py; the stored form, ``nvfp4_quantize`` and ``nvfp4_dequantize``) or torchao's, one for one.
 """
 from __future__ import annotations
 
@@ -30,10 +34,9 @@ from ..errors import QDQError, QDQTypeError
 from . import mx_numerics as MXN
 from . import mx_ocp as MXO
 from . import mx_stochastic as MXS
-from .mx_reference import clipped_gradient, dequantize, fake_quantize, quantize
+from .mx_reference import clipped_gradient, dequantize, fake_quantize, nvfp4_dequantize, nvfp4_quantize, quantize
 from .family import AXIS, Family
-from .rules import Rules
-from .spec import BLOCKS, RANGE, OpSpec, Output, attr, data, fixed, result
+from .spec import BLOCKS, RANGE, attr
 
 F32, U32 = np.float32, np.uint32
 # The element formats: the name OCP and torchao use -> the grid the program rounds to (its storage row's exponent
@@ -51,7 +54,7 @@ ELEM_GRIDS = {**{name: Grid(row.name, row.bias, row.mantissa_bits) for name, row
                                      ("mxfp4_e2m1", "float4_e2m1fn")))},
     "mxint8": Grid("int8 n * 2^-6", 1, 6)}
 MX_ELEMS = tuple(ELEM_GRIDS)   # the E8M0-scaled formats (OCP's)
-ELEMS = MX_ELEMS + ("nvfp4",)   # NVFP4: E4M3 block scales and a per-tensor scale (torchao's, fake only)
+ELEMS = MX_ELEMS + ("nvfp4",)   # NVFP4: E4M3 block scales and a per-tensor scale (NVIDIA's recipe, torchao's)
 NVFP4_BLOCK = MXN.NVFP4.block_size
 SCALE_RULES = MXN.SCALE_RULES
 
@@ -83,6 +86,11 @@ def elem_info(name: str) -> MXN.Elem:
 def _oracle(reference: str):
     def oracle(call):
         a, kind = call.attrs, call.spec.variant.kind
+        if call.spec.variant.nvfp4:   # the stored form: (elements, scales, tensor_scale) and back
+            if kind == "quantize":
+                return nvfp4_quantize(call.arrays["x"], a["axis"], reference)
+            return (nvfp4_dequantize(call.arrays["elements"], call.arrays["scales"], call.arrays["tensor_scale"],
+                                     a["axis"]),)
         if kind == "dequantize":
             return (dequantize(call.arrays["elements"], call.arrays["scales"], a["elem"], a["block_size"], a["axis"]),)
         if kind == "gradient":
@@ -149,7 +157,15 @@ class MXFakeQuant(Family):
         out = dict(kwargs)
         name = spec.data_input
         x = out.get(name)
-        if spec.variant.kind == "dequantize":
+        if spec.variant.kind == "dequantize" and spec.variant.nvfp4:
+            for arg, want in (("elements", "float4_e2m1fn"), ("scales", "float8_e4m3fn")):
+                a = out.get(arg)
+                if not isinstance(a, np.ndarray) or a.dtype != storage.get(want).np:
+                    got = a.dtype if isinstance(a, np.ndarray) else type(a).__name__
+                    raise QDQTypeError(f"{arg} must be a NumPy array of {want} (nvfp4_quantize's; got {got})",
+                                       op=spec.name, arg=arg)
+            out["tensor_scale"] = np.asarray(out.get("tensor_scale"), np.float32)
+        elif spec.variant.kind == "dequantize":
             elem = _ELEM_OF_TYPE.get(getattr(getattr(x, "dtype", None), "name", None))
             if not isinstance(x, np.ndarray) or elem is None:
                 got = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
@@ -214,8 +230,9 @@ class MXFakeQuant(Family):
     def template_vars(self, spec, attrs):
         e = elem_info(attrs["elem"])
         if e is MXN.NVFP4:   # its own helper (templates/nvfp4_blocks.mlir.j2) reads none of the E8M0 rules' values
-            return {"kind": spec.variant.kind, "nvfp4": True, "elem": e, "block_size": attrs["block_size"],
-                    "rule": "", "stochastic": False, "ragged": attrs["ragged"], "row": None}
+            return {"kind": spec.variant.kind, "nvfp4": True, "code_type": storage.get("float4_e2m1fn"), "elem": e,
+                    "block_size": attrs["block_size"], "rule": "", "stochastic": False, "ragged": attrs["ragged"],
+                    "row": None}
         return {"nvfp4": False, "kind": spec.variant.kind, "elem": e, "row": ELEM_GRIDS[attrs["elem"]],
                 "code_type": storage.get(MXO.STORAGE[attrs["elem"]]), "block_size": attrs["block_size"],
                 "rule": attrs.get("scale_rule", "floor"), "stochastic": attrs.get("rounding") == "stochastic",
@@ -229,6 +246,10 @@ class MXFakeQuant(Family):
     def matrix_variants(self, spec):
         """Each element format under each scale rule (24), blocks along the last axis or a middle one, a ragged
         last block in every other one; the block size 32, or 8 in a quarter (more blocks per sample)."""
+        nvfp4 = [{"elem": "nvfp4", "scale_rule": "floor", "block_size": NVFP4_BLOCK, "axis": 1, "ragged": g}
+                 for g in (False, True)]
+        if spec.variant.nvfp4:
+            return [{k: v for k, v in a.items() if k in spec.attr_map} for a in nvfp4]
         out = []
         for i, e in enumerate(MX_ELEMS):
             for j, r in enumerate(SCALE_RULES):
@@ -238,8 +259,6 @@ class MXFakeQuant(Family):
         # stochastic rounding: three formats (fake_quantize), two (quantize), a ragged middle axis in one
         sr = [{"elem": e, "scale_rule": r, "block_size": 32, "axis": 1, "ragged": g, "rounding": "stochastic"}
               for e, r, g in (("mxfp6_e2m3", "rceil", True), ("mxint8", "even", False), ("mxfp8_e4m3", "floor", False))]
-        nvfp4 = [{"elem": "nvfp4", "scale_rule": "floor", "block_size": NVFP4_BLOCK, "axis": 1, "ragged": g}
-                 for g in (False, True)]
         if spec.variant.kind == "fake":
             return out + sr + nvfp4
         stored = out[1::5] + (sr[:2] if spec.variant.kind == "quantize" else [])   # each format once, rules in turn
@@ -286,7 +305,10 @@ class MXFakeQuant(Family):
                       "scale_rule": attrs.get("scale_rule", SCALE_RULES[len(calls)])}
             if attrs.get("rounding") == "stochastic":
                 kwargs |= {"rounding": "stochastic", "seed": int(rng.integers(0, 2 ** 63)) * 2 + len(calls)}
-            if spec.variant.kind == "dequantize":
+            if spec.variant.nvfp4:
+                kwargs = {"x": v, "axis": axis} if spec.variant.kind == "quantize" else \
+                    _stored_nvfp4(v, rng, x.dtype.name)
+            elif spec.variant.kind == "dequantize":
                 kwargs = self._stored(v, attrs["elem"], bs, kwargs["scale_rule"], rng, x.dtype.name)
             elif spec.variant.kind == "gradient":
                 kwargs["gradients"] = special(rng.standard_normal(x.shape).astype(F32), 1.0)
@@ -308,6 +330,10 @@ class MXFakeQuant(Family):
 
     def bench_kwargs(self, spec, attrs, shape, rng):
         x = rng.standard_normal(shape, dtype=F32) * F32(2)
+        if spec.variant.nvfp4:
+            elements, scales, ts = nvfp4_quantize(x, len(shape) - 1)
+            return {"x": x, "axis": len(shape) - 1} if spec.variant.kind == "quantize" else \
+                {"elements": elements, "scales": scales, "tensor_scale": ts, "axis": len(shape) - 1}
         if spec.variant.kind == "gradient":
             return {"gradients": rng.standard_normal(shape, dtype=F32), "x": x, "elem": attrs.get("elem", ELEM.default),
                     "block_size": attrs.get("block_size", 32), "axis": len(shape) - 1}
@@ -328,108 +354,24 @@ class MXFakeQuant(Family):
 DTYPES = ("float32", "float16", "bfloat16")
 
 
-def _float32_only(spec, dtype):
-    return ("semantics='torchao' takes float32 here (torchao's bfloat16 NaN blocks are ATen's 0xFFFF); "
-            "semantics='ocp' takes float16 and bfloat16") if dtype != "float32" else ""
-
-
-# How the two references differ, as the template reads it (k.arith): torchao's byte 0 divides by 2^-126 (OCP:
-# 2^-127), its RCEIL takes a float32 log2 (OCP: exact), an infinity's block keeps a finite scale (OCP: NaN), and
-# a NaN block's elements are the NaNs its arithmetic happens to give (OCP: the canonical NaN).
-TORCHAO_ARITH = {"byte0_exp": 126, "rceil_log2_f32": True, "nonfinite_block_nan": False,
-                 "canonical_nan_blocks": False}
-OCP_ARITH = {"byte0_exp": 127, "rceil_log2_f32": False, "nonfinite_block_nan": True, "canonical_nan_blocks": True}
-def _keys(spec, attrs, dtype) -> list:
-    """Stochastic rounding's key: the seed's low and high words, as i32 runtime parameters."""
-    if attrs.get("rounding") != "stochastic":
-        return []
-    seed = int(attrs["seed"]) % 2 ** 64
-    return [(f"key{i}", "i32", np.asarray((seed >> (32 * i)) & 0xFFFFFFFF, np.uint32).view(np.int32)[()])
-            for i in range(2)]
-
-
-def _torchao_check(c, spec, arrays, attrs):
-    if attrs.get("rounding", "nearest") != "nearest":
-        c.fail("semantics='torchao': torchao 0.18.0 rounds to nearest only; rounding='stochastic' is under "
-               "semantics='ocp'", "rounding")
-    if attrs["elem"] == "nvfp4" and spec.variant.kind != "fake":
-        c.fail(f"semantics='torchao': {spec.function_name} of elem='nvfp4' is not here yet (fake_quantize is)", "elem")
-    if attrs["elem"] not in MXN.ELEMS and attrs["elem"] != "nvfp4":
-        c.fail(f"semantics='torchao': torchao 0.18.0 has no {attrs['elem']} (its to_mx asserts 'unsupported'); "
-               f"allowed: {', '.join(MXN.ELEMS)}, nvfp4 (semantics='ocp' takes {attrs['elem']})", "elem")
-    check(c, spec, arrays, attrs)
-
-
-def _ocp_check(c, spec, arrays, attrs):
-    if attrs["elem"] == "nvfp4":
-        c.fail("elem='nvfp4' is not an OCP format: semantics='torchao' computes it as torchao 0.18.0 does (the "
-               "per-tensor scale from the tensor's amax); a reference from NVIDIA's text is not here yet", "elem")
-    check(c, spec, arrays, attrs)
-
-
-def _torchao_has(spec, attrs) -> bool:
-    return attrs.get("elem", ELEM.default) in (*MXN.ELEMS, "nvfp4") and attrs.get("rounding", "nearest") == "nearest"
-
-
-def _ocp_has(spec, attrs) -> bool:
-    return attrs.get("elem", ELEM.default) != "nvfp4"
-
-
-def _torchao_unsupported(spec) -> str:
-    if spec.variant.kind == "gradient":
-        return ("semantics='torchao': torchao 0.18.0 defines no gradient of its MX conversion here; semantics='ocp' "
-                "has fake_quantize_gradient (clipped straight-through)")
-    return "" if spec.variant.kind != "dequantize" else (
-        "semantics='torchao': dequantize is OCP's here (torchao's to_dtype is the same X * P but for the bits of a "
-        "NaN); semantics='ocp' has it")
-
-
 @dataclass(frozen=True)
 class Variant:
     kind: str = "fake"   # "fake" (quantize and dequantize in one), "quantize" (codes and scales), "dequantize" or
     #   "gradient" (clipped straight-through: dy where x is within its block's range)
+    nvfp4: bool = False  # NVFP4's stored form (nvfp4_quantize, nvfp4_dequantize): three parts, E4M3 block scales
+
+
+def _stored_nvfp4(v, rng, out_dtype):
+    """nvfp4_dequantize's arguments: v quantized (axis 1), then codes of every kind sprinkled and block scales 0,
+    the smallest subnormal, 448 and NaN (0x7F, 0xFF)."""
+    elements, scales, ts = nvfp4_quantize(v, 1)
+    codes, sb = storage.to_codes(elements).copy(), storage.to_codes(scales).copy()
+    hit = rng.random(codes.shape) < 0.05
+    codes[hit] = rng.integers(0, 16, int(hit.sum()))
+    sb.reshape(-1)[rng.integers(0, sb.size, 5)] = np.array([0, 1, 0x7E, 0x7F, 0xFF], np.uint8).view(np.int8)
+    return {"elements": storage.from_codes(codes, "float4_e2m1fn"), "scales": storage.from_codes(sb, "float8_e4m3fn"),
+            "tensor_scale": ts, "axis": 1, "out_dtype": out_dtype}
 
 
 _ELEM_OF_TYPE = {t: e for e, t in MXO.STORAGE.items()}
 FAMILY = MXFakeQuant()
-FAMILY.rules_by_semantics = {
-    "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=_ocp_check, arithmetic=OCP_ARITH,
-                 params=_keys, answers_variant=_ocp_has),
-    "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
-                     dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has,
-                     unsupported=_torchao_unsupported),
-}
-
-_DEFAULTS = (("block_size", None), ("axis", -1), ("scale_rule", "floor"), ("rounding", "nearest"), ("seed", 0))
-SPECS = (
-    OpSpec("MXFakeQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ROUNDING, SEED, RAGGED),
-           (result("y"),), DTYPES,
-           "x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) "
-           "and dequantized, in x's type.", namespace="mx",
-           signature=("x", "elem", "block_size", "axis", "scale_rule", "rounding", "seed"),
-           public_defaults=_DEFAULTS, public_name="fake_quantize",
-           variant=Variant()),
-    OpSpec("MXQuantize", FAMILY, (data("x"),), (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, ROUNDING, SEED, ELEM_TYPE,
-                                                 RAGGED),
-           (result("elements", "attr:elem_type"), Output("scales", BLOCKS, "float8_e8m0fnu")), DTYPES,
-           "x in an MX format: (elements, scales), the element codes (ml_dtypes, one per byte; MXINT8: int8) and one "
-           "float8_e8m0fnu scale per block along axis, chosen by scale_rule.", namespace="mx",
-           signature=("x", "elem", "block_size", "axis", "scale_rule", "rounding", "seed"),
-           public_defaults=_DEFAULTS, public_name="quantize",
-           variant=Variant("quantize")),
-    OpSpec("MXDequantize", FAMILY, (fixed("elements", "data", "attr:elem_type"),
-                                    fixed("scales", "scale", "float8_e8m0fnu", RANGE, 1.0)),
-           (ELEM, BLOCK_SIZE, AXIS_ATTR, ELEM_TYPE, OUT_DTYPE, RAGGED), (result("y"),), DTYPES,
-           "y = X * P: the elements (their type names the format) times their block's E8M0 scale, in out_dtype.",
-           namespace="mx", signature=("elements", "scales", "block_size", "axis", "out_dtype"),
-           public_defaults=(("block_size", 32), ("axis", -1), ("out_dtype", "float32")), public_name="dequantize",
-           variant=Variant("dequantize")),
-    OpSpec("MXFakeQuantizeGradient", FAMILY, (data("gradients", "grad"), data("x")),
-           (ELEM, BLOCK_SIZE, AXIS_ATTR, SCALE_RULE, RAGGED), (result("backprops"),), DTYPES,
-           "fake_quantize's clipped straight-through gradient: gradients where x lies within its block's representable "
-           "range (|x| <= the largest element times X), 0 elsewhere and in a block whose scale is NaN.",
-           namespace="mx", signature=("gradients", "x", "elem", "block_size", "axis", "scale_rule"),
-           public_defaults=_DEFAULTS[:3], public_name="fake_quantize_gradient", gradient_of="MXFakeQuantize",
-           variant=Variant("gradient")),
-)
-

@@ -8,6 +8,7 @@ import numpy as np
 from .. import storage
 from . import mx_numerics as MXN
 from . import mx_ocp as MXO
+from . import nvfp4_spec as NVS
 
 F32 = np.float32
 
@@ -36,7 +37,9 @@ def fake_quantize(x, elem: str, block_size: int, axis: int, scale_rule: str, ref
     if x.size == 0:
         return x.copy()
     rows, moved_shape, c = _as_rows(x, axis, block_size)
-    if elem == "nvfp4":   # torchao's two-level NVFP4: the per-tensor scale from the whole tensor (zeros pad nothing)
+    if elem == "nvfp4" and reference == "ocp":   # NVIDIA's recipe (the tensor's amax: zeros pad nothing)
+        deq = NVS.rows(rows, NVS.tensor_amax(x))[3]
+    elif elem == "nvfp4":   # torchao's two-level NVFP4: the per-tensor scale from the whole tensor
         _, _, deq = MXN.nvfp4(rows, MXN.per_tensor_scale(x))
     elif reference == "ocp":
         deq = MXO.fake_quantize_rows(rows, elem, scale_rule, block_size, _random_rows(r, axis, block_size))
@@ -88,3 +91,36 @@ def clipped_gradient(dy, x, elem: str, block_size: int, axis: int, scale_rule: s
     mask = MXO.in_range_rows(rows, elem, scale_rule, block_size)
     mask = np.moveaxis(mask[:, :c].reshape(moved_shape), -1, axis)
     return np.where(mask, np.asarray(dy, F32), F32(0))
+
+
+def nvfp4_quantize(x, axis: int, reference: str = "ocp") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(float4_e2m1fn elements of x's shape, float8_e4m3fn block scales (ceil(C / 16) along axis), the float32
+    tensor scale (0-d): what dequantizing multiplies by) of NVIDIA's recipe (ops/nvfp4_spec.py) or torchao's."""
+    x = np.asarray(x, F32)
+    nb_shape = list(x.shape)
+    nb_shape[axis] = -(-x.shape[axis] // NVS.BLOCK)
+    if x.size == 0:
+        return (np.zeros(x.shape, storage.get("float4_e2m1fn").np), np.zeros(nb_shape, storage.get("float8_e4m3fn").np),
+                np.asarray(NVS.tensor_scales(F32(0))[1] if reference == "ocp" else MXN.per_tensor_scale(x), F32))
+    rows, moved_shape, c = _as_rows(x, axis, NVS.BLOCK)
+    if reference == "ocp":
+        codes, s_codes, s_dec, _ = NVS.rows(rows, NVS.tensor_amax(x))
+    else:
+        s_dec = MXN.per_tensor_scale(x)
+        s_codes, codes, _ = MXN.nvfp4(rows, s_dec)
+    elements = np.moveaxis(codes[:, :c].reshape(moved_shape), -1, axis)
+    scales = np.moveaxis(np.asarray(s_codes).reshape(moved_shape[:-1] + (-1,)), -1, axis)
+    return (storage.from_codes(np.ascontiguousarray(elements & 0xF).astype(np.int8), "float4_e2m1fn"),
+            storage.from_codes(np.ascontiguousarray(scales).astype(np.uint8).view(np.int8), "float8_e4m3fn"),
+            np.asarray(s_dec, F32))
+
+
+def nvfp4_dequantize(elements, scales, tensor_scale, axis: int) -> np.ndarray:
+    """float32 (P * S_b) * tensor_scale (ops/nvfp4_spec.py: a NaN scale gives 0x7FC00000)."""
+    if elements.size == 0:
+        return np.zeros(elements.shape, F32)
+    codes = storage.to_codes(elements).astype(np.int64) & 0xF
+    rows, moved_shape, c = _as_rows(codes, axis, NVS.BLOCK, np.int64)
+    scale_rows = np.moveaxis(storage.to_codes(scales).astype(np.int64) & 0xFF, axis, -1).reshape(rows.shape[0], -1)
+    y = NVS.dequantize_rows(rows, scale_rows, np.asarray(tensor_scale, F32)[()])
+    return np.moveaxis(y[:, :c].reshape(moved_shape), -1, axis)

@@ -14,8 +14,8 @@ from ..mx_vjp import vjp_of as _mx_vjp
 @mx_arguments
 def fake_quantize(x, elem, *, block_size=None, axis=-1, scale_rule='floor', rounding='nearest', seed=0,
                   semantics='ocp'):
-    """x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule) and
-    dequantized, in x's type. Returns y.
+    """x quantized to an MX format block by block along axis (one E8M0 scale per block, chosen by scale_rule;
+    NVFP4: an E4M3 scale per 16 and a tensor scale) and dequantized, in x's type. Returns y.
 
     The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
@@ -53,6 +53,27 @@ def fake_quantize_gradient(gradients, x, elem, *, block_size=None, axis=-1, scal
     The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
     """
     return _run('MXFakeQuantizeGradient', locals())
+
+
+@mx_arguments
+def nvfp4_quantize(x, *, axis=-1, semantics='ocp'):
+    """x in NVFP4: (elements, scales, tensor_scale), the FP4 E2M1 codes (float4_e2m1fn), one float8_e4m3fn scale
+    per 16 along axis and the float32 tensor scale; dequantized, (element * scale) * tensor_scale. Returns
+    (elements, scales, tensor_scale), a namedtuple.
+
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('NVFP4Quantize', locals())
+
+
+@mx_arguments
+def nvfp4_dequantize(elements, scales, tensor_scale, *, axis=-1, out_dtype='float32', semantics='ocp'):
+    """y = (element * scale) * tensor_scale, rounded once to out_dtype: NVFP4's stored form (nvfp4_quantize's)
+    back. Returns y.
+
+    The NumPy reference. ``semantics``: whose answer (qdq_compiler.semantics).
+    """
+    return _run('NVFP4Dequantize', locals())
 
 
 fake_quantize_vjp = _mx_vjp(fake_quantize, fake_quantize_gradient)   # hand-written: qdq_compiler/mx_vjp.py
