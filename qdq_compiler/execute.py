@@ -58,7 +58,7 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     """
     t = targets.get(cfg.target)
     t.require_dtype(cfg.dtype)
-    flags = t.compile_flags + t.program_flags(cfg) + tuple(extra_flags)
+    flags = t.level_for(cfg) + t.program_flags(cfg) + tuple(extra_flags)
     art = _artifacts.get((cfg, flags))
     if art is not None:
         return art

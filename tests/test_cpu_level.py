@@ -1,16 +1,25 @@
 """The cpu target's x86-64 level (targets/cpu.py host_level): x86-64-v3 without FMA where the host has AVX2, its
-bindings declared 16-byte aligned so that NumPy's arrays are read in place; bundles stay portable."""
+bindings declared 16-byte aligned so that NumPy's arrays are read in place; bundles stay portable.
+
+A program with no multiply-add to contract (Rules.contraction_free: the MX family) compiles at the host's widest
+level, x86-64-v4 (AVX-512, whose FMA LLVM cannot switch off), where the host has it. The declaration is checked
+here on the compiled code, whatever this host has: each MX kind compiled for x86-64-v4 holds no fused multiply-add
+in its dispatches (the linked runtime library's exp and fma have some; they are not the program's). The bits are
+the validation matrix's to check (`qdqc validate` runs the MX configurations on cpu at the level this host takes)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from qdq_compiler import onnx_ops, runtime, targets
+from qdq_compiler import emit, onnx_ops, runtime, targets
+from qdq_compiler.config import OpConfig
 from qdq_compiler.host_memory import RESOURCE_ALIGNMENT_16
+from qdq_compiler.iree_tools import iree_compile_path
 from qdq_compiler.oracle import onnx_ops as onnx_oracle
 from qdq_compiler.targets import cpu as cpu_level
 
@@ -76,3 +85,61 @@ def test_qdq_cpu_level_forces_a_level_and_refuses_others():
     bad = _import_with("x86-64-v4")
     assert bad.returncode != 0
     assert "QDQ_CPU_LEVEL='x86-64-v4': allowed values are x86-64-v2 and x86-64-v3" in bad.stderr
+
+FMA = re.compile(r"^\s+v?f(n)?m(add|sub)\w*\s", re.M)
+CASES = [   # (op, attrs, semantics): each template path once
+    ("MXFakeQuantize", {"elem": "mxfp8_e4m3", "scale_rule": "floor"}, "ocp"),
+    ("MXFakeQuantize", {"elem": "mxfp4_e2m1", "scale_rule": "rceil"}, "torchao"),
+    ("MXFakeQuantize", {"elem": "mxint8", "scale_rule": "even", "rounding": "stochastic"}, "ocp"),
+    ("MXFakeQuantize", {"elem": "nvfp4", "block_size": 16}, "ocp"),
+    ("MXFakeQuantize", {"elem": "nvfp4", "block_size": 16}, "torchao"),
+    ("MXQuantize", {"elem": "mxfp6_e3m2", "elem_type": "float6_e3m2fn", "scale_rule": "ceil"}, "ocp"),
+    ("MXDequantize", {"elem": "mxfp8_e5m2", "elem_type": "float8_e5m2"}, "ocp"),
+    ("MXFakeQuantizeGradient", {"elem": "mxfp4_e2m1"}, "ocp"),
+    ("NVFP4Quantize", {}, "ocp"),
+    ("NVFP4Dequantize", {}, "ocp"),
+]
+
+
+def _dispatch_asm(text: str) -> str:
+    """The assembly of the program's dispatch functions (labels naming a dispatch, up to the next function)."""
+    out, keep = [], False
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z_.$][\w.$]*):", line)
+        if m and not m.group(1).startswith("."):
+            keep = "_dispatch_" in m.group(1)
+        if keep:
+            out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("op,attrs,semantics", CASES, ids=[f"{o}-{s}-{i}" for i, (o, _, s) in enumerate(CASES)])
+def test_contraction_free_programs_hold_no_fma_at_avx512(op, attrs, semantics, tmp_path):
+    cfg = OpConfig.make(op, {"axis": 1, **attrs}, "float32", "?x?", "cpu", "runtime", semantics)
+    assert cfg.spec.family.rules(cfg.semantics).contraction_free
+    t = targets.get("cpu")
+    flags = [f for f in t.compile_flags if not f.startswith(cpu_level.LEVEL_FLAG_PREFIXES)]
+    flags += [f"--iree-llvmcpu-target-cpu={cpu_level.WIDEST_CPU}", *t.program_flags(cfg)]
+    src, dump = tmp_path / "m.mlir", tmp_path / "dump"
+    src.write_text(emit.render(cfg))
+    subprocess.run([iree_compile_path(), str(src), "-o", str(tmp_path / "m.vmfb"), *flags,
+                    f"--iree-hal-dump-executable-intermediates-to={dump}"], check=True, capture_output=True)
+    asm = [_dispatch_asm(f.read_text()) for f in sorted(dump.glob("*.s"))]
+    assert asm and all(a for a in asm), "no dispatch function found in the assembly"
+    assert all("zmm" in a for a in asm), "not compiled for AVX-512"
+    for a in asm:
+        assert not FMA.search(a), FMA.search(a).group(0)
+
+
+def test_only_contraction_free_programs_change_level():
+    t = targets.get("cpu")
+    mx = OpConfig.make("MXFakeQuantize", {"elem": "mxfp4_e2m1", "axis": 1}, "float32", "?x?", "cpu", "runtime", "ocp")
+    tf = OpConfig.make("FakeQuantWithMinMaxArgs", {}, "float32", "?", "cpu", "runtime", None)
+    assert t.level_for(tf) == t.compile_flags
+    if t.contraction_free_level:   # this host has AVX-512 (and the level is not forced)
+        flags = t.level_for(mx)
+        assert f"--iree-llvmcpu-target-cpu={cpu_level.WIDEST_CPU}" in flags
+        assert not any("-fma" in f for f in flags) and sum(f.startswith("--iree-llvmcpu-target-cpu=") for f in flags) == 1
+    else:
+        assert t.level_for(mx) == t.compile_flags
+    assert targets.get("vmvx").level_for(mx) == targets.get("vmvx").compile_flags

@@ -57,6 +57,8 @@ class Rules:
                                       inverse is formed, ...), so that a family has one template
     round_each_op                     16-bit types: every operation's result is rounded to the storage type
                                       (macro rnd), not only the op's outputs
+    contraction_free                  the template has no multiply-add for a CPU to contract (checked by
+                                      tests/test_cpu_level.py on the compiled dispatches)
     fused_multiply_add(spec, attrs, dtype)  whether the program rounds multiply-adds once (macro fma): the
                                       target then says how (Target.multiply_add), and the choice is part of
                                       the configuration (OpConfig.fma) and so of the cache key
@@ -71,5 +73,7 @@ class Rules:
     fused_multiply_add: Callable = _no_fma
     arithmetic: Mapping[str, Any] = field(default_factory=dict)
     round_each_op: bool = False
+    contraction_free: bool = False   # no float multiply feeds an add in the template: a CPU's FMA unit cannot change
+    #   its bits, so it may compile at the host's widest level (Target.contraction_free_level: AVX-512 on x86-64)
     answers_variant: Callable = _any_variant   # (spec, structural attrs) -> whether this semantics answers them
     #   (onnxruntime has no float4 kernel): the validation matrix leaves out the rest

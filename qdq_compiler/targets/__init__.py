@@ -26,7 +26,7 @@ import numpy as _np
 from .. import dtypes as _dtypes
 from ..errors import QDQError, TargetUnavailableError
 from . import conflicts
-from .cpu import host_level, level_flags
+from .cpu import LEVEL_FLAG_PREFIXES, contraction_free_level, host_level, level_flags
 
 COMMON_FLAGS = ("--iree-input-type=stablehlo", "--iree-input-demote-f64-to-f32=false")
 
@@ -174,6 +174,9 @@ class Target:
     # a large call runs on local-task's workers without faulting in a fresh result (runtime.py)
     caller_storage: bool = False
     multiply_add: MultiplyAdd = field(default_factory=MultiplyAdd)
+    # the level flags (replacing the target's) of a program with no multiply-add to contract (Rules.contraction_free):
+    # the cpu target's AVX-512 where this host has it; in-process artifacts only (a bundle's cpu level is its own)
+    contraction_free_level: tuple[str, ...] = ()
     is_reference = False
 
     def __post_init__(self):
@@ -192,6 +195,14 @@ class Target:
     def fma_flags(self, fma: str) -> tuple[str, ...]:
         """The extra compile flags of a program that computes its multiply-adds ``fma`` ("" none)."""
         return self.multiply_add.flags if fma == "hardware" else ()
+
+    def level_for(self, cfg) -> tuple[str, ...]:
+        """compile_flags for ``cfg``'s program in this process: at ``contraction_free_level`` where the program has
+        nothing to contract."""
+        if not self.contraction_free_level or not cfg.spec.family.rules(cfg.semantics).contraction_free:
+            return self.compile_flags
+        return tuple(f for f in self.compile_flags if not f.startswith(LEVEL_FLAG_PREFIXES)) + \
+            self.contraction_free_level
 
     def program_flags(self, cfg) -> tuple[str, ...]:
         """The flags of ``cfg``'s program beyond the target's own: its tuning, how it multiply-adds, and the fusion
@@ -333,7 +344,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
            f"llvm-cpu for this host's x86-64 level, {host_level()} (no FMA but where tf-xla fuses): bit-exact",
            quirks=_LLVM_CPU_QUIRKS,
-           tunings=_LLVM_CPU_TUNINGS, caller_storage=True,
+           tunings=_LLVM_CPU_TUNINGS, caller_storage=True, contraction_free_level=contraction_free_level(),
            # tf-xla's FMAs on the host's unit (IREE's CPU threads run with FTZ/DAZ, as XLA's): the same bits
            # as the emulation, several times faster. Only programs that round multiply-adds once get +fma:
            # IREE marks every float op 'contract', so the unit fuses any multiply-add of the program. +fma

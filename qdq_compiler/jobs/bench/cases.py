@@ -96,6 +96,11 @@ CASES: tuple[Case, ...] = (
                                                                   **({"rounding": "stochastic"} if extra else {})},
            kind="per-channel", per_channel=True, tf=False, tf_xla=False, semantics="ocp")
       for op, extra in (("MXQuantize", ""), ("MXDequantize", ""), ("MXFakeQuantize", "stochastic"))),
+    # NVFP4 (semantics ocp: NVIDIA's recipe; its fake quantization under torchao too): blocks of 16, one tensor scale
+    *(Case(name, op, {"elem": "nvfp4", "block_size": 16}, kind="per-channel", per_channel=True, tf=False,
+           tf_xla=False, semantics="ocp")
+      for name, op in (("MXFakeQuantize[nvfp4]", "MXFakeQuantize"), ("NVFP4Quantize", "NVFP4Quantize"),
+                       ("NVFP4Dequantize", "NVFP4Dequantize"))),
 )
 
 
