@@ -1,5 +1,5 @@
 """NVFP4 under NVIDIA's recipe (semantics "ocp", ops/nvfp4_spec.py, templates/nvfp4_blocks.mlir.j2 and
-nvfp4_decode.mlir.j2): worked by hand on two blocks, the compiled fake quantization and stored form
+nvfp4_decode.mlir.j2): worked by hand on two blocks, the clipped gradient, the compiled fake quantization and stored form
 (``mx.nvfp4_quantize``, ``mx.nvfp4_dequantize``) against the NumPy reference on every target, the special tensors,
 the CPU targets' subnormal limit measured, where torchao's recipe gives other bits, and bad input named.
 
@@ -45,6 +45,27 @@ def test_worked_by_hand():
     y = q.oracle.mx.fake_quantize(x, "nvfp4")
     assert y[0, :5].tolist() == [2688.0, 896.0, 0.0, 0.0, 0.0] and np.signbit(y[0, [2, 4]]).all()
     assert y[0, 16:19].tolist() == [6 * 2.0 ** -9, -2 * 2.0 ** -9, 0.0]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_clipped_gradient(target):
+    """Clipped straight-through under NVIDIA's recipe: dy where |x| is within the block's largest value, (6 * S_b) *
+    s_dec. The tensor's amax 2688 gives s_enc = 1 and block 0's scale 448: 2688 passes (though 2688 * fl(1 / 448) is
+    one ulp above 6, which is why the bound is not |x * e_b| <= 6). Block 1's amax 25.5 gives 25.5 / 6 = 4.25, a tie
+    between E4M3's 4 and 4.5 that rounds to 4: its largest value is 24, so 25.5 gets no gradient and 24 and -3 do.
+    A NaN anywhere: no gradient."""
+    require_target(target)
+    x = np.zeros((1, 32), np.float32)
+    x[0, :2] = 2688.0, -100.0
+    x[0, 16:19] = 25.5, 24.0, -3.0
+    dy = np.arange(1, 33, dtype=np.float32).reshape(1, 32)
+    g = q.mx.fake_quantize_gradient(dy, x, "nvfp4", target=target)
+    assert np.array_equal(_bits(g), _bits(q.oracle.mx.fake_quantize_gradient(dy, x, "nvfp4")))
+    assert g[0, :2].tolist() == [1.0, 2.0] and g[0, 16:19].tolist() == [0.0, 18.0, 19.0]
+    x[0, 5] = np.nan
+    assert not q.mx.fake_quantize_gradient(dy, x, "nvfp4", target=target).any()
+    y, vjp = q.mx.fake_quantize_vjp(np.ones((1, 16), np.float32), "nvfp4", target=target)
+    assert vjp(np.ones((1, 16), np.float32))[0].tolist() == [[1.0] * 16]
 
 
 def _cases(rng):

@@ -394,6 +394,13 @@ CASES: dict[str, list[Case]] = {
               "tensor_scale": np.array(0.5, F32)}, "?x?"),
     ],
     "MXFakeQuantizeGradient": [
+        Case("nvidia_nvfp4_clipped", "NVFP4 under NVIDIA's recipe: dy where |x| <= (6 * S_b) * s_dec; amax 2688 gives "
+             "s_enc = 1, block 0's scale 448 (2688 passes, though 2688 * fl(1 / 448) is an ulp above 6); block 1's "
+             "amax 25.5 gives a scale of 4 (4.25 ties to even): 25.5 passes nothing, 24 and -3 pass",
+             {"elem": "nvfp4", "block_size": 16, "axis": 1},
+             {"gradients": np.arange(1, 33, dtype=F32).reshape(1, 32),
+              "x": np.concatenate([a32(2688, -100), np.zeros(14, F32), a32(25.5, 24, -3), np.zeros(13, F32)])[None]},
+             "?x?"),
         Case("ocp_clipped_ragged", "OCP, MXFP4 E2M1, floor, clipped straight-through along the last axis of 2x34 (a "
              "block of 2 at the end): row 0's amax 7 gives X = 1 and range 6, so 7 and -6.5 pass nothing, 6 and -0.1 "
              "pass dy (-0 kept); row 1's NaN block passes nothing; its last block (amax 3, X = 0.5, range 3) passes",

@@ -262,8 +262,9 @@ class MXFakeQuant(Family):
         if spec.variant.kind == "fake":
             return out + sr + nvfp4
         stored = out[1::5] + (sr[:2] if spec.variant.kind == "quantize" else [])   # each format once, rules in turn
-        # (the gradient too: its mask is the scale's range)
-        return [{k: v for k, v in (a | {"elem_type": MXO.STORAGE[a["elem"]]}).items() if k in spec.attr_map}
+        # (the gradient too: its mask is the scale's range; NVFP4's as well)
+        stored += nvfp4 if spec.variant.kind == "gradient" else []
+        return [{k: v for k, v in (a | {"elem_type": MXO.STORAGE.get(a["elem"])}).items() if k in spec.attr_map}
                 for a in stored]
 
     def sample_shape(self, spec, attrs, size):

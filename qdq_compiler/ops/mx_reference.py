@@ -83,12 +83,14 @@ def dequantize(elements, scales, elem: str, block_size: int, axis: int) -> np.nd
 
 
 def clipped_gradient(dy, x, elem: str, block_size: int, axis: int, scale_rule: str) -> np.ndarray:
-    """dy where x lies within its block's representable range (max * X), +0 elsewhere and in NaN-scale blocks."""
+    """dy where x lies within its block's representable range (max * X; NVFP4: (6 * S_b) * s_dec, NVIDIA's recipe),
+    +0 elsewhere and in NaN-scale blocks."""
     x = np.asarray(x, F32)
     if x.size == 0:
         return np.zeros(x.shape, F32)
     rows, moved_shape, c = _as_rows(x, axis, block_size)
-    mask = MXO.in_range_rows(rows, elem, scale_rule, block_size)
+    mask = NVS.in_range_rows(rows, NVS.tensor_amax(x)) if elem == "nvfp4" else \
+        MXO.in_range_rows(rows, elem, scale_rule, block_size)
     mask = np.moveaxis(mask[:, :c].reshape(moved_shape), -1, axis)
     return np.where(mask, np.asarray(dy, F32), F32(0))
 

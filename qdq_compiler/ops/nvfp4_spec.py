@@ -50,9 +50,8 @@ def e2m1_codes(q: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(q), 0, codes)
 
 
-def rows(x_rows: np.ndarray, amax) -> tuple[np.ndarray, np.ndarray, np.float32, np.ndarray]:
-    """(E2M1 codes [n, C], E4M3 scale codes [n, C / 16], s_dec, y [n, C]) of float32 rows (C a multiple of 16),
-    with ``amax`` the whole tensor's largest magnitude (a NaN: NaN)."""
+def _scaled(x_rows: np.ndarray, amax):
+    """(the blocks [n, C / 16, 16], s_enc, s_dec, E4M3 scale codes, their float32 values, x * e_b unclamped)."""
     xb = np.asarray(x_rows, F32).reshape(x_rows.shape[0], -1, BLOCK)
     s_enc, s_dec = tensor_scales(amax)
     with np.errstate(all="ignore"):
@@ -62,7 +61,15 @@ def rows(x_rows: np.ndarray, amax) -> tuple[np.ndarray, np.ndarray, np.float32, 
         s_codes = e4m3_codes(d)
         s32 = s_codes.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(F32)
         enc = np.minimum((F32(1.0) / (s32 * s_dec).astype(F32)).astype(F32), FLT_MAX)
-        q = np.clip((xb * enc[..., None]).astype(F32), F32(-6.0), F32(6.0))
+        return xb, s_enc, s_dec, s_codes, s32, (xb * enc[..., None]).astype(F32)
+
+
+def rows(x_rows: np.ndarray, amax) -> tuple[np.ndarray, np.ndarray, np.float32, np.ndarray]:
+    """(E2M1 codes [n, C], E4M3 scale codes [n, C / 16], s_dec, y [n, C]) of float32 rows (C a multiple of 16),
+    with ``amax`` the whole tensor's largest magnitude (a NaN: NaN)."""
+    xb, s_enc, s_dec, s_codes, s32, scaled = _scaled(x_rows, amax)
+    with np.errstate(all="ignore"):
+        q = np.clip(scaled, F32(-6.0), F32(6.0))
         codes = e2m1_codes(q)
         p = codes.astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(F32)
         y = ((p * s32[..., None]).astype(F32) * s_dec).astype(F32)
@@ -70,6 +77,16 @@ def rows(x_rows: np.ndarray, amax) -> tuple[np.ndarray, np.ndarray, np.float32, 
         y = np.full(y.shape, QNAN, np.uint32).view(F32)
         codes, s_codes, s_dec = np.zeros_like(codes), np.full_like(s_codes, 0x7F), np.uint32(QNAN).view(F32)
     return codes.reshape(x_rows.shape), s_codes, F32(s_dec), y.reshape(x_rows.shape)
+
+
+def in_range_rows(x_rows: np.ndarray, amax) -> np.ndarray:
+    """Clipped straight-through's mask of float32 rows: |x| <= the block's largest value, (6 * S_b) * s_dec as
+    dequantizing computes it, false throughout a tensor with a NaN. (Not |x * e_b| <= 6: e_b = 1 / (S_b * s_dec)
+    rounds up often enough that the amax itself lands one ulp above 6, 2688 * fl(1 / 448) for one.)"""
+    xb, s_enc, s_dec, _, s32, _ = _scaled(x_rows, amax)
+    with np.errstate(invalid="ignore"):
+        bound = ((F32(6.0) * s32).astype(F32) * s_dec).astype(F32)
+        return (np.abs(xb) <= bound[..., None]).reshape(x_rows.shape) & ~np.isnan(s_enc)
 
 
 def tensor_amax(x) -> np.float32:
