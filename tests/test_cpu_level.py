@@ -113,10 +113,8 @@ def _dispatch_asm(text: str) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("op,attrs,semantics", CASES, ids=[f"{o}-{s}-{i}" for i, (o, _, s) in enumerate(CASES)])
-def test_contraction_free_programs_hold_no_fma_at_avx512(op, attrs, semantics, tmp_path):
-    cfg = OpConfig.make(op, {"axis": 1, **attrs}, "float32", "?x?", "cpu", "runtime", semantics)
-    assert cfg.spec.family.rules(cfg.semantics).contraction_free
+def _avx512_dispatches(cfg, tmp_path) -> list[str]:
+    """The assembly of ``cfg``'s dispatch functions compiled for x86-64-v4 (its other flags the cpu target's)."""
     t = targets.get("cpu")
     flags = [f for f in t.compile_flags if not f.startswith(cpu_level.LEVEL_FLAG_PREFIXES)]
     flags += [f"--iree-llvmcpu-target-cpu={cpu_level.WIDEST_CPU}", *t.program_flags(cfg)]
@@ -124,11 +122,26 @@ def test_contraction_free_programs_hold_no_fma_at_avx512(op, attrs, semantics, t
     src.write_text(emit.render(cfg))
     subprocess.run([iree_compile_path(), str(src), "-o", str(tmp_path / "m.vmfb"), *flags,
                     f"--iree-hal-dump-executable-intermediates-to={dump}"], check=True, capture_output=True)
-    asm = [_dispatch_asm(f.read_text()) for f in sorted(dump.glob("*.s"))]
+    return [_dispatch_asm(f.read_text()) for f in sorted(dump.glob("*.s"))]
+
+
+@pytest.mark.parametrize("op,attrs,semantics", CASES, ids=[f"{o}-{s}-{i}" for i, (o, _, s) in enumerate(CASES)])
+def test_contraction_free_programs_hold_no_fma_at_avx512(op, attrs, semantics, tmp_path):
+    cfg = OpConfig.make(op, {"axis": 1, **attrs}, "float32", "?x?", "cpu", "runtime", semantics)
+    assert cfg.spec.family.rules(cfg.semantics).contraction_free
+    asm = _avx512_dispatches(cfg, tmp_path)
     assert asm and all(a for a in asm), "no dispatch function found in the assembly"
     assert all("zmm" in a for a in asm), "not compiled for AVX-512"
     for a in asm:
         assert not FMA.search(a), FMA.search(a).group(0)
+
+
+def test_the_scan_finds_a_contracted_program(tmp_path):
+    """The scan above can fail: TF's FakeQuantWithMinMaxArgs (x * inv - qmin's multiply-add) compiled for x86-64-v4
+    holds fused multiply-adds in its dispatch, which is why the cpu target keeps TF's ops at x86-64-v3 without FMA."""
+    cfg = OpConfig.make("FakeQuantWithMinMaxArgs", {}, "float32", "?", "cpu", "runtime", None)
+    assert not cfg.spec.family.rules(cfg.semantics).contraction_free
+    assert any(FMA.search(a) for a in _avx512_dispatches(cfg, tmp_path))
 
 
 def test_only_contraction_free_programs_change_level():
