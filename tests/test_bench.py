@@ -332,3 +332,30 @@ def test_exactness_check_frees_a_sums_order_and_nothing_else(name):
     assert check_exact(case, (want[0], ulp(want[1]), want[2]), want, kw)
     assert not check_exact(case, (want[0], (want[1] * np.float32(1.01) + 1).astype(np.float32), want[2]), want, kw)
     assert not check_exact(case, (ulp(want[0]), want[1], want[2]), want, kw)
+
+
+def test_machine_load_marks_a_case_timed_beside_other_work():
+    """Other processes' CPU is the machine's non-idle time less this process's own, per wall second; a case run
+    beside more than BUSY_CORES of it is marked, in the JSON and with a '*' and a footnote in the table."""
+    from qdq_compiler.jobs.bench import machine_load as ML
+    from qdq_compiler.jobs.bench.report import format_table
+    a = ML.Sample(wall=0.0, busy_s=10.0, steal_s=1.0, own_s=2.0, load=0.5)
+    quiet = ML.between(a, ML.Sample(wall=1.0, busy_s=11.5, steal_s=1.0, own_s=3.5, load=1.4))
+    assert quiet["others_cores"] == 0.0 and quiet["steal_cores"] == 0.0 and not quiet["busy"]
+    busy = ML.between(a, ML.Sample(wall=1.0, busy_s=11.9, steal_s=1.1, own_s=3.5, load=1.9))
+    assert busy["others_cores"] == 0.4 and busy["steal_cores"] == 0.1 and busy["busy"]
+    assert busy["load_before"] == 0.5 and busy["load_after"] == 1.9
+    assert not ML.between(a, ML.Sample(1.0, None, None, 3.0, None))["busy"]   # no /proc/stat: unknown, unmarked
+    live = ML.between(ML.sample(), ML.sample())
+    assert set(live) == {"seconds", "others_cores", "steal_cores", "load_before", "load_after", "busy"}
+
+    def row(variant, load):
+        return {"case": "A", "log2n": 24, "variant": variant, "target": "cpu", "driver": "local-task", "median_s": 0.01,
+                "min_s": 0.005, "p90_s": 0.012, "gbps": 10.0, "ratio_to_copy": 2.0, "exact": None, "machine_load": load}
+    res = {"machine": {"machine": "x86_64", "cpus": 2, "numpy": "2"}, "config": {},
+           "results": [row("copy", busy), row("device", busy)], "latency": []}
+    table = format_table(res)
+    assert "10.000 ms*" in table and "5.000 ms" in table and "2.40" in table   # p90 / min
+    assert "more than 0.25 of a core on average (up to 0.50 here): 1 case(s)" in table
+    res["results"] = [row("copy", quiet), row("device", quiet)]
+    assert "*" not in format_table(res)

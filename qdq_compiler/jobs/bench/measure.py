@@ -20,7 +20,7 @@ from ...oracle import mx as oracle_mx
 from ...oracle import onnx_ops as oracle_onnx
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind, public_sum_agrees
-from . import tf_process
+from . import machine_load, tf_process
 from .cases import (CASES, FRAMEWORKS, LATENCY_ELEMENTS, Case, copy_bytes, data_inputs, io_bytes, make_inputs,
                     range_of)
 
@@ -129,6 +129,7 @@ def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, framew
     del oracle_result
     gc.collect()
     times: dict[tuple[str, str], list[float]] = {k: [] for k in fns}
+    load0 = machine_load.sample()
     first = {k: _time_once(f) for k, f in fns.items()}
     reps = {k: max(1, min(repeat, max(3, int(SLOW_BUDGET_S / max(first[k], 1e-9))))) for k in fns}
     for k in fns:
@@ -137,6 +138,7 @@ def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, framew
         for k, f in fns.items():
             if r < reps[k]:
                 times[k].append(_time_once(f))
+    load = machine_load.between(load0, machine_load.sample())
     copy_med = statistics.median(times[("copy", "-")])
     b_io, b_copy = io_bytes(case, kw), copy_bytes(case, kw)
     for (variant, target), ts in times.items():
@@ -150,16 +152,22 @@ def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, framew
             "case": case.name, "op": case.op, "attrs": dict(case.attrs), "kind": case.kind,
             "range_from": case.range_from, "per_channel": case.per_channel, "compare_to": case.compare_to,
             "log2n": log2n, "elements": n, "variant": variant, "target": target, "driver": driver,
-            "median_s": med, "min_s": min(ts), "runs": len(ts), "bytes": nbytes,
+            "median_s": med, "min_s": min(ts), "p90_s": _p90(ts), "runs": len(ts), "bytes": nbytes,
             "gbps": nbytes / med / 1e9 if med > 0 else None,
             "ratio_to_copy": med / copy_med if copy_med > 0 else None,
-            "exact": exact.get(target) if variant == "api" else None,
+            "exact": exact.get(target) if variant == "api" else None, "machine_load": load,
         }
     if "tf" in frameworks and case.tf:
         rows.update(_tf_rows(case, log2n, kw, repeat, b_io, copy_med, log))
     log(f"  {case.name} 2^{log2n}: " + ", ".join(
         f"{v}{'' if t == '-' else '@' + t} {rows[(v, t)]['median_s'] * 1e3:.2f} ms" for v, t in rows))
     return list(rows.values())
+
+
+def _p90(ts: list[float]) -> float:
+    """The 90th percentile of a run's times (nearest rank): with the minimum, how widely the calls spread."""
+    s = sorted(ts)
+    return s[min(len(s) - 1, max(0, -(-9 * len(s) // 10) - 1))]
 
 
 def _tf_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_med: float, log) -> dict:

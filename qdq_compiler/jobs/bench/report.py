@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import sys
 
+from . import machine_load
 from .cases import FRAMEWORKS, LATENCY_ELEMENTS, VARIANTS
 
 # Line styles by variant; colours are per series (variant and target), each series its own.
@@ -35,8 +36,8 @@ def format_table(res: dict) -> str:
         lines.append(f"copy bandwidth: {bw:.1f} GB/s (x.copy(), 2^{m['copy_gbps_at_log2n']} float32, read + write)")
     for t, why in res["config"].get("skipped_targets", {}).items():
         lines.append(f"skipped target {t}: {why}")
-    hdr = (f"{'case':44s} {'log2n':>5s} {'variant':8s} {'target':7s} {'driver':10s} {'median':>10s} {'GB/s':>7s} "
-           f"{'x copy':>7s} {'exact':>5s}")
+    hdr = (f"{'case':44s} {'log2n':>5s} {'variant':8s} {'target':7s} {'driver':10s} {'median':>11s} {'min':>10s} "
+           f"{'p90/min':>7s} {'GB/s':>7s} {'x copy':>7s} {'exact':>5s}")
     lines += ["", hdr, "-" * len(hdr)]
     order = {v: i for i, v in enumerate(VARIANTS)}
     rows = sorted(res["results"], key=lambda r: (r["case"], r["log2n"], order.get(r["variant"], 9), r["target"]))
@@ -46,8 +47,18 @@ def format_table(res: dict) -> str:
             lines.append("")
         prev = (r["case"], r["log2n"])
         exact = "" if r["exact"] is None else ("yes" if r["exact"] else "NO")
+        busy = "*" if (r.get("machine_load") or {}).get("busy") else " "
+        spread = f"{r['p90_s'] / r['min_s']:7.2f}" if r.get("p90_s") and r.get("min_s") else f"{'-':>7s}"
         lines.append(f"{r['case']:44s} {r['log2n']:5d} {r['variant']:8s} {r['target']:7s} {r['driver'] or '-':10s} "
-                     f"{_fmt_time(r['median_s']):>10s} {r['gbps'] or 0:7.2f} {r['ratio_to_copy'] or 0:7.2f} {exact:>5s}")
+                     f"{_fmt_time(r['median_s']):>10s}{busy} {_fmt_time(r['min_s']):>10s} {spread} "
+                     f"{r['gbps'] or 0:7.2f} {r['ratio_to_copy'] or 0:7.2f} {exact:>5s}")
+    busy_cases = sorted({(r["case"], r["log2n"]) for r in rows if (r.get("machine_load") or {}).get("busy")})
+    if busy_cases:
+        worst = max((r["machine_load"]["others_cores"] or 0) + (r["machine_load"]["steal_cores"] or 0)
+                    for r in rows if (r.get("machine_load") or {}).get("busy"))
+        lines += ["", f"* timed while other processes (or the hypervisor's steal) used more than "
+                      f"{machine_load.BUSY_CORES} of a core on average (up to {worst:.2f} here): "
+                      f"{len(busy_cases)} case(s); their medians overstate, their minima are the kernel's"]
     lines += ["", *side_by_side(res)]
     if res.get("latency"):
         lines += ["", f"per-call time, {LATENCY_ELEMENTS} elements ({res['latency'][0]['case']}):"]
