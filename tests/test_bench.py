@@ -1,6 +1,7 @@
 """``qdqc bench`` runs end to end on tiny sizes and produces the table and the JSON (no timing assertions:
 timings are ratios within one run, never thresholds)."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -180,60 +181,57 @@ def test_bench_module_runs_as_a_script(tmp_path):
     assert json.loads(out.read_text())["results"]
 
 
-class _StubTensor:
-    def __init__(self, a):
-        self.a = a
-
-    def numpy(self):
-        return self.a
-
-
-class _StubTorch:
-    """Stands in for PyTorch (not installed in the test environment): records each call's arguments and
-    computes the affine fake quantisation in NumPy."""
-    __version__ = "stub"
-
-    def __init__(self):
-        self.calls = []
-
-    def get_num_threads(self):
-        return 2
-
-    def from_numpy(self, a):
-        return _StubTensor(a)
-
-    def _fq(self, x, scale, zero_point, qmin, qmax):
-        q = np.clip(np.round(x / scale) + zero_point, qmin, qmax)
-        return ((q - zero_point) * scale).astype(np.float32)
-
-    def fake_quantize_per_tensor_affine(self, x, scale, zero_point, qmin, qmax):
-        self.calls.append(("per-tensor", scale, zero_point, qmin, qmax))
-        return _StubTensor(self._fq(x.a, scale, zero_point, qmin, qmax))
-
-    def fake_quantize_per_channel_affine(self, x, scale, zero_point, axis, qmin, qmax):
-        self.calls.append(("per-channel", scale.a.copy(), zero_point.a.copy(), axis, qmin, qmax))
-        return _StubTensor(self._fq(x.a, scale.a, zero_point.a, qmin, qmax))
-
-
-def test_pytorch_is_timed_beside_ours_where_installed(monkeypatch):
-    stub = _StubTorch()
-    monkeypatch.setitem(sys.modules, "torch", stub)
+def test_pytorch_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """PyTorch runs in a child process (torch_child.py, by QDQ_BENCH_TORCH_PYTHON or this Python) on as many
+    threads as there are cores, its nearest op on the case's data and 8-bit range; its rows are "torch" (NumPy
+    round trip) and "torch-op" (the op alone on a resident tensor). A stand-in "torch" package (NumPy's
+    fake quantization, every call logged) proves the wiring without PyTorch."""
+    from qdq_compiler.jobs.bench import torch_process
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import json, os, numpy as np\n"
+        "__version__ = 'stand-in'\n"
+        "_threads = [1]\n"
+        "def set_num_threads(n): _threads[0] = n\n"
+        "def get_num_threads(): return _threads[0]\n"
+        "class _T:\n"
+        "    def __init__(self, a): self.a = np.asarray(a)\n"
+        "    def numpy(self): return self.a\n"
+        "def from_numpy(a): return _T(a)\n"
+        "def _log(*v): open(os.environ['TORCH_LOG'], 'a').write(json.dumps(v) + '\\n')\n"
+        "def _fq(x, s, z): return (np.clip(np.round(x / s) + z, 0, 255) - z) * s\n"
+        "def fake_quantize_per_tensor_affine(t, s, z, qmin, qmax):\n"
+        "    _log('per-tensor', s, z, qmin, qmax)\n"
+        "    return _T(_fq(t.a, s, z))\n"
+        "def fake_quantize_per_channel_affine(t, s, z, axis, qmin, qmax):\n"
+        "    _log('per-channel', len(s.a), axis, qmin, qmax)\n"
+        "    return _T(_fq(t.a, s.a, z.a))\n")
+    log = tmp_path / "torch.log"
+    monkeypatch.setenv("TORCH_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    monkeypatch.setenv(torch_process.TORCH_PYTHON_ENV, sys.executable)
     cases = bench.select_cases("FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVarsPerChannel,"
                                "QuantizeAndDequantizeV4Grad")
     res = bench.run_bench(cases, ["cpu"], [8], repeat=2, tf=False, torch=True, latency=False)
-    torch_rows = {r["case"] for r in res["results"] if r["variant"] == "torch"}
-    assert torch_rows == {"FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVarsPerChannel"}  # V4Grad: none
-    per_tensor = next(c for c in stub.calls if c[0] == "per-tensor")
-    assert per_tensor[1] == pytest.approx(3.5 / 255) and per_tensor[2:] == (109, 0, 255)  # Args [-1.5, 2]
-    per_channel = next(c for c in stub.calls if c[0] == "per-channel")
-    assert per_channel[1].shape == (bench.cases.CHANNELS,) and per_channel[3:] == (1, 0, 255)
-    assert res["machine"]["torch"] == "stub" and res["config"]["torch"] is True
+    torch_rows = [r for r in res["results"] if r["variant"].startswith("torch")]
+    assert {(r["case"], r["variant"]) for r in torch_rows} == {(c, v) for c in ("FakeQuantWithMinMaxArgs",
+            "FakeQuantWithMinMaxVarsPerChannel") for v in ("torch", "torch-op")}   # V4Grad: none
+    assert all(r["own_process"] and r["runs"] == 2 and r["torch_threads"] == os.cpu_count() for r in torch_rows)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    per_tensor = next(c for c in calls if c[0] == "per-tensor")
+    assert per_tensor[1] == pytest.approx(3.5 / 255) and per_tensor[2:] == [109, 0, 255]   # Args [-1.5, 2]
+    assert next(c for c in calls if c[0] == "per-channel")[1:] == [bench.cases.CHANNELS, 1, 0, 255]
+    assert res["machine"]["torch"] == "stand-in" and res["config"]["torch"] is True
     table = bench.format_table(res)
-    assert "PyTorch stub (2 threads)" in table
+    assert f"PyTorch stand-in ({os.cpu_count()} threads)" in table
     side = table[table.index("side by side"):]
     assert "torch" in side and "ours faster" in side
     line = next(s for s in side.splitlines() if s.startswith("FakeQuantWithMinMaxArgs 2^8"))
     assert line.rstrip().endswith("x")
+    monkeypatch.setenv(torch_process.TORCH_PYTHON_ENV, str(tmp_path / "no-python"))
+    assert "is not an executable Python" in torch_process.measure("per-tensor", np.zeros(4, np.float32), -1, 1,
+                                                                  1)["error"]
 
 
 def test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening(monkeypatch):

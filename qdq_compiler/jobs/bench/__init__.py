@@ -8,11 +8,12 @@ round by round so that all variants see the same machine load:
     device   the compiled kernel alone: inputs bound once (imported on CPU, uploaded elsewhere), results
              left on the device
     oracle   the NumPy reference (``qdq_compiler.oracle.raw_ops``)
-    tf       TensorFlow's kernel (``tf.raw_ops``, NumPy in, ``.numpy()`` out), only when TensorFlow is
-             installed (never a dependency; imported lazily)
+    tf       TensorFlow's kernel (``tf.raw_ops``, NumPy in, ``.numpy()`` out) and tf-op (the op alone on
+             resident tensors), in a process of its own, only when TensorFlow is installed (never a dependency)
     torch    PyTorch's nearest op (``torch.fake_quantize_per_tensor_affine`` / ``_per_channel_affine``,
-             8 bits, NumPy shared in and out) where a case has one and PyTorch is installed: a throughput
-             comparison only (its nudging and rounding are not TF's)
+             8 bits, NumPy in, ``.numpy()`` out) and torch-op (the op alone on a resident tensor), in a process
+             of its own on as many threads as there are cores, where a case has one and PyTorch is installed:
+             a throughput comparison only (its nudging and rounding are not TF's)
 
 and reports the median time, GB/s (bytes = the data-sized arrays read plus written) and the ratio to the
 copy, as a table (and, per case at its largest size, ours beside TensorFlow and PyTorch), as JSON (``--json``) and as a PNG plot of throughput against size (``--plot``, needs

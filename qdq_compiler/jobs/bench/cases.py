@@ -12,7 +12,7 @@ from ...errors import QDQError
 
 CHANNELS = 64
 LATENCY_ELEMENTS = 16
-VARIANTS = ("copy", "api", "device", "oracle", "tf", "tf-op", "torch")
+VARIANTS = ("copy", "api", "device", "oracle", "tf", "tf-op", "torch", "torch-op")
 FRAMEWORKS = ("tf", "torch")  # the variants timed only where that framework is installed
 DEFAULT_SIZES = (10, 14, 18, 22, 24)  # log2 element counts
 

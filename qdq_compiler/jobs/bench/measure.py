@@ -5,7 +5,6 @@ import gc
 import os
 import platform
 import statistics
-import sys
 import time
 from importlib.metadata import version
 from typing import Callable
@@ -20,7 +19,7 @@ from ...oracle import mx as oracle_mx
 from ...oracle import onnx_ops as oracle_onnx
 from ...oracle import raw_ops as oracle_ops
 from ...validation import bind, public_sum_agrees
-from . import machine_load, tf_process
+from . import machine_load, tf_process, torch_process
 from .cases import (CASES, FRAMEWORKS, LATENCY_ELEMENTS, Case, copy_bytes, data_inputs, io_bytes, make_inputs,
                     range_of)
 
@@ -29,29 +28,6 @@ SLOW_BUDGET_S = 20.0
 
 
 # -- the variants ----------------------------------------------------------------------------------
-
-def _torch_module():
-    """PyTorch if installed, else None. Never a dependency."""
-    try:
-        import torch
-    except Exception:
-        return None
-    return torch
-
-
-def _torch_function(torch, case: Case, kw: dict) -> Callable:
-    """PyTorch's nearest op on the same data and range, 8 bits (levels 0..255): NumPy in (shared, not
-    copied), NumPy out (``.numpy()``), like the TF variant. Its nudging and rounding differ from TF's."""
-    x = torch.from_numpy(kw[data_inputs(case)[0]])
-    lo, hi = range_of(case, kw)
-    scale = np.maximum((hi - lo) / np.float32(255), np.float32(1e-8)).astype(np.float32)
-    zero_point = np.clip(np.round(-lo / scale), 0, 255).astype(np.int32)
-    if case.torch == "per-tensor":
-        s, z = float(scale), int(zero_point)
-        return lambda: torch.fake_quantize_per_tensor_affine(x, s, z, 0, 255).numpy()
-    s, z = torch.from_numpy(scale), torch.from_numpy(zero_point)
-    return lambda: torch.fake_quantize_per_channel_affine(x, s, z, 1, 0, 255).numpy()
-
 
 # Each op namespace's public functions, compiled and NumPy (the api and oracle variants call them).
 PUBLIC = {"tf": raw_ops, "aten": aten, "onnx": onnx_ops, "mx": mx}
@@ -69,10 +45,7 @@ def variant_functions(case: Case, kw: dict, targets: list[str], frameworks=FRAME
         fns[("device", t)] = _device_function(case, kw, t)
     oracle = getattr(ORACLES[case.spec.namespace], case.spec.function_name)
     fns[("oracle", "-")] = lambda: oracle(**kw, semantics=case.semantics)
-    # TensorFlow is timed in a process of its own (tf_process), after these
-    torch = _torch_module() if "torch" in frameworks and case.torch else None
-    if torch is not None:
-        fns[("torch", "-")] = _torch_function(torch, case, kw)
+    # TensorFlow and PyTorch are timed in processes of their own (tf_process, torch_process), after these
     return fns
 
 
@@ -159,6 +132,8 @@ def measure_case(case: Case, log2n: int, targets: list[str], repeat: int, framew
         }
     if "tf" in frameworks and case.tf:
         rows.update(_tf_rows(case, log2n, kw, repeat, b_io, copy_med, log))
+    if "torch" in frameworks and case.torch:
+        rows.update(_torch_rows(case, log2n, kw, repeat, b_io, copy_med, log))
     log(f"  {case.name} 2^{log2n}: " + ", ".join(
         f"{v}{'' if t == '-' else '@' + t} {rows[(v, t)]['median_s'] * 1e3:.2f} ms" for v, t in rows))
     return list(rows.values())
@@ -170,6 +145,22 @@ def _p90(ts: list[float]) -> float:
     return s[min(len(s) - 1, max(0, -(-9 * len(s) // 10) - 1))]
 
 
+def _framework_rows(case: Case, log2n: int, res: dict, names: tuple[str, str], driver: str, nbytes: int,
+                    copy_med: float, extra: dict) -> dict:
+    """A framework's two rows from its process's result: names[0] the NumPy round trip, names[1] the op alone."""
+    out = {}
+    for variant, key in zip(names, ("round_trip", "op")):
+        med = res[key]["median_s"]
+        out[(variant, "-")] = {
+            "case": case.name, "op": case.op, "attrs": dict(case.attrs), "kind": case.kind,
+            "range_from": case.range_from, "per_channel": case.per_channel, "compare_to": case.compare_to,
+            "log2n": log2n, "elements": 1 << log2n, "variant": variant, "target": "-", "driver": driver,
+            "median_s": med, "min_s": res[key]["min_s"], "runs": res[key]["runs"], "bytes": nbytes,
+            "gbps": nbytes / med / 1e9 if med > 0 else None,
+            "ratio_to_copy": med / copy_med if copy_med > 0 else None, "exact": None, "own_process": True, **extra}
+    return out
+
+
 def _tf_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_med: float, log) -> dict:
     """TensorFlow's rows, timed in its own process: "tf" (NumPy in, NumPy out) and "tf-op" (the op alone on
     resident tensors); under tf-xla TF's own XLA. None where TF is not there or failed (logged)."""
@@ -177,18 +168,20 @@ def _tf_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_me
     if "error" in res:
         log(f"  {case.name} 2^{log2n}: TensorFlow not timed: {res['error']}")
         return {}
-    out = {}
-    for variant, key in (("tf", "round_trip"), ("tf-op", "op")):
-        med = res[key]["median_s"]
-        out[(variant, "-")] = {
-            "case": case.name, "op": case.op, "attrs": dict(case.attrs), "kind": case.kind,
-            "range_from": case.range_from, "per_channel": case.per_channel, "compare_to": case.compare_to,
-            "log2n": log2n, "elements": 1 << log2n, "variant": variant, "target": "-",
-            "driver": "xla" if res["xla"] else "eager", "median_s": med, "min_s": res[key]["min_s"],
-            "runs": res[key]["runs"], "bytes": nbytes, "gbps": nbytes / med / 1e9 if med > 0 else None,
-            "ratio_to_copy": med / copy_med if copy_med > 0 else None, "exact": None,
-            "own_process": True, "tensorflow": res["tensorflow"]}
-    return out
+    return _framework_rows(case, log2n, res, ("tf", "tf-op"), "xla" if res["xla"] else "eager", nbytes, copy_med,
+                           {"tensorflow": res["tensorflow"]})
+
+
+def _torch_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_med: float, log) -> dict:
+    """PyTorch's rows, timed in its own process: "torch" (NumPy in, NumPy out) and "torch-op" (the op alone on a
+    resident tensor), its nearest op on the same data and range. None where PyTorch is not there (logged)."""
+    lo, hi = range_of(case, kw)
+    res = torch_process.measure(case.torch, kw[data_inputs(case)[0]], lo, hi, repeat)
+    if "error" in res:
+        log(f"  {case.name} 2^{log2n}: PyTorch not timed: {res['error']}")
+        return {}
+    return _framework_rows(case, log2n, res, ("torch", "torch-op"), "eager", nbytes, copy_med,
+                           {"torch": res["torch"], "torch_threads": res["threads"]})
 
 
 def measure_latency(targets: list[str], repeat: int, calls: int = 200, frameworks=FRAMEWORKS) -> list[dict]:
@@ -231,11 +224,8 @@ def machine_info() -> dict:
         info["iree_compiler"] = version("iree-base-compiler")
     except Exception:
         pass
-    info["tensorflow"] = None   # TensorFlow runs in its own process: run_bench fills in the version it reported
-    torch = sys.modules.get("torch")
-    info["torch"] = getattr(torch, "__version__", None) if torch else None
-    if torch is not None and hasattr(torch, "get_num_threads"):
-        info["torch_threads"] = torch.get_num_threads()
+    # TensorFlow and PyTorch run in processes of their own: run_bench fills in the versions they reported
+    info["tensorflow"] = info["torch"] = info["torch_threads"] = None
     return info
 
 
@@ -269,6 +259,9 @@ def run_bench(cases: list[Case], targets: list[str], sizes: list[int], repeat: i
     copy_bw = statistics.median([r["gbps"] for r in copies if r["log2n"] == big]) if big is not None else None
     info = machine_info()
     info["tensorflow"] = next((r["tensorflow"] for r in rows if r.get("tensorflow")), None)
+    info["torch"] = next((r["torch"] for r in rows if r.get("torch")), None)
+    info["torch_threads"] = next((r["torch_threads"] for r in rows if r.get("torch_threads")), None)
+    info["torch_python"] = torch_process.torch_python()[0] if info["torch"] else None
     info["tensorflow_python"] = tf_process.tf_python()[0] if info["tensorflow"] else None
     info["copy_gbps"] = copy_bw
     info["copy_gbps_at_log2n"] = big

@@ -8,7 +8,7 @@ from . import machine_load
 from .cases import FRAMEWORKS, LATENCY_ELEMENTS, VARIANTS
 
 # Line styles by variant; colours are per series (variant and target), each series its own.
-_STYLES = {"copy": "-", "oracle": ":", "tf": "-.", "tf-op": (0, (3, 1, 1, 1)), "torch": (0, (1, 1)), "api": "-", "device": (0, (4, 1))}
+_STYLES = {"copy": "-", "oracle": ":", "tf": "-.", "tf-op": (0, (3, 1, 1, 1)), "torch": (0, (1, 1)), "torch-op": (0, (1, 2)), "api": "-", "device": (0, (4, 1))}
 _TARGETLESS = ("copy", "oracle") + FRAMEWORKS
 _ROOF_COLOR = "black"
 _PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
