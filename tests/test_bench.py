@@ -287,6 +287,13 @@ def test_tensorflow_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
         "    def __init__(self, v): self.v = np.asarray(v)\n"
         "    def numpy(self): return self.v\n"
         "def constant(v): return _T(v)\n"
+        "class config:\n"
+        "    class threading:\n"
+        "        n = [0]\n"
+        "        @staticmethod\n"
+        "        def set_intra_op_parallelism_threads(k): config.threading.n[0] = k\n"
+        "        @staticmethod\n"
+        "        def get_intra_op_parallelism_threads(): return config.threading.n[0]\n"
         "def function(f, jit_compile=False):\n"
         "    open(os.environ['JIT_LOG'], 'a').write(str(jit_compile))\n"
         "    return f\n"
@@ -305,7 +312,7 @@ def test_tensorflow_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
         rows = bench.measure_case(c, 6, ["cpu"], 2, frameworks=("tf",), log=logged.append)
         tf_rows = {r["variant"]: r for r in rows if r["variant"].startswith("tf")}
         assert set(tf_rows) == {"tf", "tf-op"}, logged
-        assert all(r["own_process"] and r["runs"] == 2 for r in tf_rows.values())
+        assert all(r["own_process"] and r["runs"] == 2 and r["tf_threads"] == os.cpu_count() for r in tf_rows.values())
         assert tf_rows["tf"]["driver"] == ("xla" if jit else "eager") and log.read_text() == jit
     monkeypatch.setenv(tf_process.TF_PYTHON_ENV, str(tmp_path / "no-python"))
     assert "is not an executable Python" in tf_process.measure("FakeQuantWithMinMaxVars", "tf-cpu", {}, (), 1)["error"]

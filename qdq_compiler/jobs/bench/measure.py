@@ -147,8 +147,10 @@ def _p90(ts: list[float]) -> float:
 
 def _framework_rows(case: Case, log2n: int, res: dict, names: tuple[str, str], driver: str, nbytes: int,
                     copy_med: float, extra: dict) -> dict:
-    """A framework's two rows from its process's result: names[0] the NumPy round trip, names[1] the op alone."""
+    """A framework's two rows from its process's result: names[0] the NumPy round trip, names[1] the op alone; each
+    ratio to a copy is to the copy timed in the framework's process where it timed one (else ours)."""
     out = {}
+    copy_med = res.get("copy", {}).get("median_s") or copy_med
     for variant, key in zip(names, ("round_trip", "op")):
         med = res[key]["median_s"]
         out[(variant, "-")] = {
@@ -169,7 +171,7 @@ def _tf_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_me
         log(f"  {case.name} 2^{log2n}: TensorFlow not timed: {res['error']}")
         return {}
     return _framework_rows(case, log2n, res, ("tf", "tf-op"), "xla" if res["xla"] else "eager", nbytes, copy_med,
-                           {"tensorflow": res["tensorflow"]})
+                           {"tensorflow": res["tensorflow"], "tf_threads": res.get("threads")})
 
 
 def _torch_rows(case: Case, log2n: int, kw: dict, repeat: int, nbytes: int, copy_med: float, log) -> dict:

@@ -2,7 +2,8 @@
 as ``tf.constant``, not sharing the process (or its cores' thread pools) with IREE.
 
 Two rows: the op alone (its result left as a tensor; TF's CPU ops return when done) and the NumPy round trip
-(NumPy in, ``.numpy()`` out, as a user holding NumPy arrays calls it). ``xla`` runs the op inside
+(NumPy in, ``.numpy()`` out, as a user holding NumPy arrays calls it); TF's intra-op threads set to ``threads``
+(the bench's, equal to ours), and a NumPy copy of the data timed beside them in this process. ``xla`` runs the op inside
 ``tf.function(jit_compile=True)``: XLA's answer, semantics tf-xla. Run as a script by any Python that has
 TensorFlow (it imports only NumPy and TF): ``python tf_child.py '<json spec>'``; prints one JSON line.
 """
@@ -28,6 +29,7 @@ def _timed(f, repeat: int) -> list[float]:
 def main(spec: dict) -> dict:
     import numpy as np
     import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(spec.get("threads", 0))
     with np.load(spec["inputs"]) as data:
         arrays = {k: data[k] for k in data.files}
     op = getattr(tf.raw_ops, spec["op"])
@@ -46,11 +48,14 @@ def main(spec: dict) -> dict:
         return [o.numpy() for o in out] if isinstance(out, (list, tuple)) else out.numpy()
     round_trip()          # compiles (XLA) and warms the allocator
     alone()
-    times = {"op": [], "round_trip": []}
+    data = arrays[spec["data"]] if spec.get("data") in arrays else next(iter(arrays.values()))
+    times = {"op": [], "round_trip": [], "copy": []}
     for _ in range(spec["repeat"]):   # interleaved, as the parent interleaves its variants
         times["op"] += _timed(alone, 1)
         times["round_trip"] += _timed(round_trip, 1)
+        times["copy"] += _timed(data.copy, 1)
     return {"tensorflow": tf.__version__, "xla": spec["xla"],
+            "threads": tf.config.threading.get_intra_op_parallelism_threads(),
             **{k: {"median_s": statistics.median(v), "min_s": min(v), "runs": len(v)} for k, v in times.items()}}
 
 

@@ -7,6 +7,7 @@ else this interpreter where TensorFlow is importable. TensorFlow is never a depe
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -32,5 +33,6 @@ def measure(op: str, semantics: str, kw: dict, tensors, repeat: int, timeout_s: 
         return {"error": why}
     arrays = {k: np.asarray(v) for k, v in kw.items() if k in tensors}
     attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in kw.items() if k not in arrays}
-    spec = {"op": op, "attrs": attrs, "repeat": max(1, repeat), "xla": SEM.get(semantics).framework_mode == "xla"}
+    spec = {"op": op, "attrs": attrs, "repeat": max(1, repeat), "xla": SEM.get(semantics).framework_mode == "xla",
+            "threads": os.cpu_count() or 1, "data": next(iter(arrays), None)}
     return framework_process.run_child(python, CHILD, spec, arrays, "TensorFlow", timeout_s)

@@ -5,7 +5,7 @@ process with IREE. ``torch.fake_quantize_per_tensor_affine`` or ``_per_channel_a
 Two rows: the op alone (its result left as a tensor; PyTorch's CPU ops return when done) and the NumPy round trip
 (``torch.from_numpy`` in, ``.numpy()`` out, as a user holding NumPy arrays calls it). Run as a script by any
 Python that has PyTorch (it imports only NumPy and torch): ``python torch_child.py '<json spec>'``; prints one
-JSON line.
+JSON line. A NumPy copy of the data is timed beside them in this process (the rows' ratio to a copy).
 """
 import json
 import statistics
@@ -38,9 +38,9 @@ def main(spec: dict) -> dict:
         return op(torch.from_numpy(x)).numpy()
     round_trip()
     alone()
-    times = {"op": [], "round_trip": []}
+    times = {"op": [], "round_trip": [], "copy": []}
     for _ in range(spec["repeat"]):   # interleaved, as the parent interleaves its variants
-        for key, f in (("op", alone), ("round_trip", round_trip)):
+        for key, f in (("op", alone), ("round_trip", round_trip), ("copy", x.copy)):
             t0 = time.perf_counter()
             r = f()
             times[key].append(time.perf_counter() - t0)
