@@ -157,7 +157,8 @@ def _framework_rows(case: Case, log2n: int, res: dict, names: tuple[str, str], d
             "case": case.name, "op": case.op, "attrs": dict(case.attrs), "kind": case.kind,
             "range_from": case.range_from, "per_channel": case.per_channel, "compare_to": case.compare_to,
             "log2n": log2n, "elements": 1 << log2n, "variant": variant, "target": "-", "driver": driver,
-            "median_s": med, "min_s": res[key]["min_s"], "runs": res[key]["runs"], "bytes": nbytes,
+            "median_s": med, "min_s": res[key]["min_s"], "p90_s": res[key].get("p90_s"), "runs": res[key]["runs"],
+            "bytes": nbytes,
             "gbps": nbytes / med / 1e9 if med > 0 else None,
             "ratio_to_copy": med / copy_med if copy_med > 0 else None, "exact": None, "own_process": True, **extra}
     return out

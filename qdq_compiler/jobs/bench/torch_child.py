@@ -46,7 +46,8 @@ def main(spec: dict) -> dict:
             times[key].append(time.perf_counter() - t0)
             del r
     return {"torch": torch.__version__, "threads": torch.get_num_threads(),
-            **{k: {"median_s": statistics.median(v), "min_s": min(v), "runs": len(v)} for k, v in times.items()}}
+            **{k: {"median_s": statistics.median(v), "min_s": min(v),
+                 "p90_s": sorted(v)[min(len(v) - 1, max(0, -(-9 * len(v) // 10) - 1))], "runs": len(v)} for k, v in times.items()}}
 
 
 if __name__ == "__main__":
