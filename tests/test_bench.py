@@ -181,15 +181,26 @@ def test_bench_module_runs_as_a_script(tmp_path):
     assert json.loads(out.read_text())["results"]
 
 
+def _stand_in(tmp_path, monkeypatch, package: str, python_env: str, source: str):
+    """A stand-in framework package for the bench's child process (this Python, the package first on its path);
+    its calls write to the returned log (STAND_IN_LOG)."""
+    fake = tmp_path / "site" / package
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(source)
+    log = tmp_path / f"{package}.log"
+    monkeypatch.setenv("STAND_IN_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    monkeypatch.setenv(python_env, sys.executable)
+    return log
+
+
 def test_pytorch_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
     """PyTorch runs in a child process (torch_child.py, by QDQ_BENCH_TORCH_PYTHON or this Python) on as many
     threads as there are cores, its nearest op on the case's data and 8-bit range; its rows are "torch" (NumPy
     round trip) and "torch-op" (the op alone on a resident tensor). A stand-in "torch" package (NumPy's
     fake quantization, every call logged) proves the wiring without PyTorch."""
     from qdq_compiler.jobs.bench import torch_process
-    fake = tmp_path / "site" / "torch"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text(
+    log = _stand_in(tmp_path, monkeypatch, "torch", torch_process.TORCH_PYTHON_ENV,
         "import json, os, numpy as np\n"
         "__version__ = 'stand-in'\n"
         "_threads = [1]\n"
@@ -199,7 +210,7 @@ def test_pytorch_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
         "    def __init__(self, a): self.a = np.asarray(a)\n"
         "    def numpy(self): return self.a\n"
         "def from_numpy(a): return _T(a)\n"
-        "def _log(*v): open(os.environ['TORCH_LOG'], 'a').write(json.dumps(v) + '\\n')\n"
+        "def _log(*v): open(os.environ['STAND_IN_LOG'], 'a').write(json.dumps(v) + '\\n')\n"
         "def _fq(x, s, z): return (np.clip(np.round(x / s) + z, 0, 255) - z) * s\n"
         "def fake_quantize_per_tensor_affine(t, s, z, qmin, qmax):\n"
         "    _log('per-tensor', s, z, qmin, qmax)\n"
@@ -207,10 +218,6 @@ def test_pytorch_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
         "def fake_quantize_per_channel_affine(t, s, z, axis, qmin, qmax):\n"
         "    _log('per-channel', len(s.a), axis, qmin, qmax)\n"
         "    return _T(_fq(t.a, s.a, z.a))\n")
-    log = tmp_path / "torch.log"
-    monkeypatch.setenv("TORCH_LOG", str(log))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    monkeypatch.setenv(torch_process.TORCH_PYTHON_ENV, sys.executable)
     cases = bench.select_cases("FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVarsPerChannel,"
                                "QuantizeAndDequantizeV4Grad")
     res = bench.run_bench(cases, ["cpu"], [8], repeat=2, tf=False, torch=True, latency=False)
@@ -278,9 +285,7 @@ def test_tensorflow_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
     Here a stand-in "tensorflow" package (raw_ops.FakeQuantWithMinMaxVars = NumPy's clip, a tf.function that
     records jit_compile) proves the wiring without TensorFlow."""
     from qdq_compiler.jobs.bench import tf_process
-    fake = tmp_path / "site" / "tensorflow"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text(
+    log = _stand_in(tmp_path, monkeypatch, "tensorflow", tf_process.TF_PYTHON_ENV,
         "import numpy as np, os\n"
         "__version__ = 'stand-in'\n"
         "class _T:\n"
@@ -295,16 +300,12 @@ def test_tensorflow_is_timed_in_a_process_of_its_own(tmp_path, monkeypatch):
         "        @staticmethod\n"
         "        def get_intra_op_parallelism_threads(): return config.threading.n[0]\n"
         "def function(f, jit_compile=False):\n"
-        "    open(os.environ['JIT_LOG'], 'a').write(str(jit_compile))\n"
+        "    open(os.environ['STAND_IN_LOG'], 'a').write(str(jit_compile))\n"
         "    return f\n"
         "class raw_ops:\n"
         "    @staticmethod\n"
         "    def FakeQuantWithMinMaxVars(inputs, min, max, num_bits=8, narrow_range=False):\n"
         "        return _T(np.clip(inputs.v, min.v, max.v))\n")
-    log = tmp_path / "jit.log"
-    monkeypatch.setenv("JIT_LOG", str(log))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    monkeypatch.setenv(tf_process.TF_PYTHON_ENV, sys.executable)
     case = bench.select_cases("FakeQuantWithMinMaxVars", ("tf-cpu", "tf-xla"))
     for c, jit in zip(case, ("", "True")):
         log.write_text("")
