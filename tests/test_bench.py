@@ -246,7 +246,6 @@ def test_a_vulkan_bench_opens_the_device_once_and_times_no_reopening(monkeypatch
     pays for reopening it (tens of ms at 2^10)."""
     from qdq_compiler import device_sessions as D
     from qdq_compiler import targets as T
-    from qdq_compiler.jobs.bench import measure as M
     ok, why = T.get("vulkan").availability()
     if not ok:
         pytest.skip(f"target vulkan unavailable: {why}")
