@@ -342,7 +342,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
             # Peel the vector remainder: with dynamic shapes the default masks every load and store
             # into scalar inserts (FakeQuantArgs at 2^24: 2.2x a copy -> about 1.2x).
             "--iree-llvmcpu-vector-pproc-strategy=peel"),
-           f"llvm-cpu for this host's x86-64 level, {host_level()} (no FMA but where tf-xla fuses): bit-exact",
+           f"llvm-cpu for this host's x86-64 level, {host_level()} (no FMA but where tf-xla fuses)"
+           + (", x86-64-v4 for programs with nothing to contract (MX)" if contraction_free_level() else "")
+           + ": bit-exact",
            quirks=_LLVM_CPU_QUIRKS,
            tunings=_LLVM_CPU_TUNINGS, caller_storage=True, contraction_free_level=contraction_free_level(),
            # tf-xla's FMAs on the host's unit (IREE's CPU threads run with FTZ/DAZ, as XLA's): the same bits
