@@ -206,16 +206,46 @@ def cached_compile(mlir: str, flags: tuple[str, ...], *, what: str = "module", i
             return vmfb, data
         data = compile_mlir(mlir, flags, what=what)
         try:
-            # The sidecar goes first: a reader that sees the new .vmfb also sees its hash, and a crash
-            # between the two writes leaves a pair that fails verification and is rebuilt.
-            record = {"sha256": sha256_bytes(data), "bytes": len(data), "flags": list(flags),
-                      "compiler": compiler_version(), "what": what, **(info or {})}
-            atomic_write(meta, json.dumps(record, sort_keys=True, indent=1, default=str).encode())
-            atomic_write(vmfb, data)
+            _write_pair(vmfb, meta, data, artifact_record(data, flags, what=what, info=info))
         except OSError as e:
             _warn_unwritable(d, e)
             return None, data
     return vmfb, data
+
+
+def artifact_record(data: bytes, flags: tuple[str, ...], *, what: str = "module", info: dict | None = None) -> dict:
+    """The sidecar of an artifact: its SHA-256 (checked on every load), size, flags, compiler, what it is."""
+    return {"sha256": sha256_bytes(data), "bytes": len(data), "flags": list(flags),
+            "compiler": compiler_version(), "what": what, **(info or {})}
+
+
+def _write_pair(vmfb: Path, meta: Path, data: bytes, record: dict):
+    # The sidecar goes first: a reader that sees the new .vmfb also sees its hash, and a crash between the
+    # two writes leaves a pair that fails verification and is rebuilt.
+    atomic_write(meta, json.dumps(record, sort_keys=True, indent=1, default=str).encode())
+    atomic_write(vmfb, data)
+
+
+def store_artifact(key: str, data: bytes, record: dict) -> Path | None:
+    """Put an artifact compiled in another process (a validation cluster's worker) into this cache under its
+    content key, as ``cached_compile`` would have written it; the path, or None where the cache is unwritable.
+    Bytes that do not hash to their record's SHA-256 are refused (a QDQError), never stored."""
+    if not isinstance(record, dict) or record.get("sha256") != sha256_bytes(data):
+        raise QDQError(f"artifact {key[:12]}... arrived with bytes that do not match its SHA-256; not stored",
+                       arg="artifact")
+    d = cache_dir()
+    vmfb, meta = d / f"{key}.vmfb", d / f"{key}.json"
+    if read_verified(vmfb, meta) is not None:
+        return vmfb
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with _key_lock(d, key):
+            if read_verified(vmfb, meta) is None:
+                _write_pair(vmfb, meta, data, record)
+    except OSError as e:
+        _warn_unwritable(d, e)
+        return None
+    return vmfb
 
 
 # -- the configuration -> artifact index -----------------------------------------------------------------
@@ -262,6 +292,11 @@ def lookup_index(identity: dict) -> tuple[str, Path, bytes] | None:
 def store_index(identity: dict, key: str) -> None:
     """Index the artifact ``key`` under ``identity``; best effort (the content-addressed cache holds it anyway)."""
     index = _index_path(identity)
+    try:
+        if index.read_text().strip() == key:   # already there (a cluster's workers install what the cache has)
+            return
+    except OSError:
+        pass
     try:
         index.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(index, key.encode())

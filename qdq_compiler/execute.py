@@ -78,6 +78,29 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     return art
 
 
+def in_process(cfg: OpConfig) -> bool:
+    """Whether this process already holds ``cfg``'s artifact (``artifact_for`` returns it without a compile)."""
+    t = targets.get(cfg.target)
+    return (cfg, t.level_for(cfg) + t.program_flags(cfg)) in _artifacts
+
+
+def shipped(art: Artifact) -> tuple:
+    """``art`` as another process installs it (``install``): config, flags, content key, bytes, sidecar."""
+    record = _compile.artifact_record(art.vmfb, art.flags, what=art.config.describe(), info=art.config.key())
+    return art.config, art.flags, art.key, art.vmfb, record
+
+
+def install(cfg: OpConfig, flags: tuple[str, ...], key: str, vmfb: bytes, record: dict, load: bool = True):
+    """An artifact compiled in another process (``shipped``; a validation cluster's worker): into the on-disk
+    cache and its index and, with ``load``, into this process, so that ``artifact_for`` finds it as if compiled
+    here (a cluster's driver only keeps it in its cache)."""
+    path = _compile.store_artifact(key, vmfb, record)
+    if path is not None:
+        _compile.store_index(_index_identity(cfg, flags), key)
+    if load:
+        _artifacts.setdefault((cfg, flags), Artifact(cfg, flags, vmfb, path, key))
+
+
 def _shape_plan(call: Call, target: str):
     """(canonical shape string, the structural attrs it fixes, the view's dims, the tuning it asks for) of
     ``call`` on ``target`` (config.canonical_view)."""

@@ -50,6 +50,12 @@ class Call:
         return self.dtype if declared == "T" else dtypes.np_of(self.spec.results[i].dtype_name(self.attrs,
                                                                                              self.dtype_name))
 
+    def __reduce__(self):
+        """Pickled by the op's name (its spec holds the family's functions): a validation cluster ships calls
+        between processes, and every process has the same registry (jobs/cluster checks the sources)."""
+        return (_call_of, (self.spec.name, dict(self.arrays), dict(self.attrs), self.dtype, self.semantics,
+                           self.attrs_key))
+
     def per_channel_axis(self) -> int | None:
         """The channel dimension, or None for a per-tensor call."""
         return self.spec.family.channel_axis(self.spec, self.attrs, self.data.ndim)
@@ -231,6 +237,11 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
         if inp.layout == ops.SCALAR and arrays[inp.name].ndim != 0:
             c.fail(f"input {inp.name} must be a scalar (rank 0), got shape {list(arrays[inp.name].shape)}", inp.name)
     return Call(spec, arrays, attrs, np.dtype(dtype), semantics, memo_key)
+
+
+def _call_of(op: str, arrays: dict, attrs: dict, dtype, semantics: str, attrs_key) -> Call:
+    """A ``Call`` rebuilt from its pickled parts (``Call.__reduce__``)."""
+    return Call(ops.get(op), arrays, attrs, dtype, semantics, attrs_key)
 
 
 def public_sum_agrees(op: str, kwargs: Mapping[str, Any], name: str, got, want) -> bool:
