@@ -14,31 +14,14 @@ import numpy as np
 
 from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
+from .cli_cluster import add_cluster_options, add_worker, cluster_address
+from .cli_help import EXAMPLES
 from .cli_inputs import as_saved, negative_literals, read_inputs
 from .cli_interrupt import interrupted, run_interruptible
 from .outputs import check_writable, save_arrays, write_atomic
 
 _DTYPE_ALIASES = ", ".join(d.short for d in dtypes.FLOATS.values())   # the dtype table's CLI names
 
-EXAMPLES = {
-    "ops": "qdqc ops\n  qdqc ops --json",
-    "emit": "qdqc emit FakeQuantWithMinMaxArgs --attr min=-1 --attr max=1 --shape '?x8'\n"
-            "  qdqc emit QuantizeAndDequantizeV4 --attr range_given=true --attr axis=1 --shape '4x?x3' --dtype f64",
-    "compile": "qdqc compile FakeQuantWithMinMaxVars --attr num_bits=4 --shape '?' --target cpu -o fq.vmfb",
-    "run": "qdqc run FakeQuantWithMinMaxArgs --attr num_bits=4 --input x.npy -o y.npy\n"
-           "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input -1 --input 1.5 --target vmvx\n"
-           "  qdqc run FakeQuantWithMinMaxVars --input x.npy --input min.npy --input max.npy",
-    "validate": "qdqc validate\n  qdqc validate --targets all\n  qdqc validate --targets cpu,vmvx,vulkan --ops FakeQuantWithMinMaxArgs "
-                "--report r.json --junit r.xml --markdown r.md\n  qdqc validate --shard 1/4\n"
-                "  qdqc validate --semantics tf-cpu,tf-xla --ops FakeQuantWithMinMaxVars",
-    "diverge": "qdqc diverge --ops FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVars\n"
-               "  qdqc diverge --dtypes f32 --markdown diverge.md --json diverge.json --junit diverge.xml\n"
-               "  qdqc diverge --exported ort-cpu --size 20000",
-    "cache": "qdqc cache info\n  qdqc cache clear",
-    "targets": "qdqc targets\n  qdqc targets --json",
-    "bench": "qdqc bench --sizes 16,20,24 --json bench.json --plot bench.png",
-    "build": "qdqc build --config examples/qat_bundle.toml --out dist/",
-}
 
 
 def parse_attr_value(op: str, text: str):
@@ -242,7 +225,8 @@ def cmd_validate(args):
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
     return run_validation(
         ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs or 0,
-        semantics=semantics.parse_list(args.semantics),
+        semantics=semantics.parse_list(args.semantics), cluster=cluster_address(args.cluster, args.min_workers),
+        min_workers=args.min_workers,
         seed=args.seed, progress="off" if args.no_progress else ("bar" if sys.stderr.isatty() else "lines"), json_path=args.report,
         junit_path=args.junit, markdown_path=args.markdown)
 
@@ -267,7 +251,8 @@ def cmd_build(args):
 
     def progress(entry, target, seconds):
         print(f"  {entry.name}.{target}.vmfb  ({seconds:.2f} s)", file=sys.stderr)
-    res = build_bundle(args.config, args.out, targets=args.targets, target_cpu=args.target_cpu, progress=progress)
+    res = build_bundle(args.config, args.out, targets=args.targets, target_cpu=args.target_cpu, progress=progress,
+                       cluster=cluster_address(args.cluster, args.min_workers), min_workers=args.min_workers)
     print(res.summary(), file=sys.stderr)
     return 0
 
@@ -360,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "sizes and matrix give the same calls on any machine")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress (default: a bar on a terminal, one line per step in a pipe or log)")
+    add_cluster_options(p)
     p = add("diverge", "where two semantics' answers (default: TF's, tf-cpu and tf-xla) differ, per configuration",
             cmd_diverge)
     p.add_argument("--semantics", help="the two semantics to compare, of one namespace, as 'a,b' (default: "
@@ -402,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-cpu", default=None,
                    help="'host' or an LLVM CPU name (haswell, x86-64-v3, znver4...) for a tuned cpu build with FMA "
                         "off (bit-exact); append ',+fma' to keep FMA/AVX-512 (faster, recorded bit_exact: false)")
+    add_cluster_options(p, "compile there")
+    add_worker(add)
     return ap
 
 

@@ -79,7 +79,8 @@ class BuildResult:
 
 
 def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, target_cpu: str | None = None,
-                 jobs: int = 0, use_cache: bool = True, build_time=None, progress=None) -> BuildResult:
+                 jobs: int = 0, use_cache: bool = True, build_time=None, progress=None,
+                 cluster: str | None = None, min_workers: int = 1) -> BuildResult:
     """Compile ``config`` (a path to TOML/JSON, a mapping or a :class:`BundleConfig`) into the directory ``out``.
 
     ``targets`` overrides the config's targets, ``target_cpu`` its ``target_cpu`` (see
@@ -87,6 +88,8 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
     cache only ever returns verified bytes of the same MLIR, flags and compiler, so the bundle is the
     same either way). ``build_time``: a datetime or an ISO string for the manifest; default
     SOURCE_DATE_EPOCH, else now. ``progress(entry, target, seconds)`` is called as each artifact is done.
+    ``cluster``: a Dask scheduler's address or ``local:N``: the compiles run on its workers (jobs/cluster/bundle.py);
+    the bundle is byte-identical.
     """
     t_start = time.perf_counter()
     cfg = config if isinstance(config, BundleConfig) else parse_config(config)
@@ -123,7 +126,10 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
         flags = flags_of(t) + T.get(t).program_flags(oc)
         t0 = time.perf_counter()
         was_cached = False
-        if use_cache:
+        if remote is not None:
+            data, was_cached = remote.compile(mlir, flags, what=f"{e.name} ({oc.describe()})", info=oc.key(),
+                                              use_cache=use_cache)
+        elif use_cache:
             key = C.cache_key(mlir, flags)
             was_cached = (C.cache_dir() / f"{key}.vmfb").exists()
             _, data = C.cached_compile(mlir, flags, what=f"{e.name} ({oc.describe()})", info=oc.key())
@@ -136,8 +142,18 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
             progress(e, t, dt)
         return e, t, oc, mlir, flags, data, dt, was_cached
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    remote = None
+    if cluster:
+        from ..cluster.bundle import ClusterCompiler
+        remote = ClusterCompiler(cluster, min_workers)
+        jobs = max(jobs, remote.threads)
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         results = list(pool.map(one, jobs_list))
+    finally:
+        if remote is not None:
+            remote.close()   # first: a thread still waiting on a worker (Ctrl-C) then returns at once
+        pool.shutdown(wait=True, cancel_futures=True)
 
     staging = _staging(out)
     try:

@@ -14,7 +14,9 @@ A cell is "exact", "ulp N" (largest distance in units in the last place), "error
     cells.py    Cell, bound_calls (a configuration's calls, bound once), run_cell (one configuration on one target)
     coverage.py entry_coverage: the numeric attribute sets and case counts (goldens, random) of a configuration
     environment.py  host CPU, the device behind each target, IREE versions, the goldens' TF version
-    run.py      run_validation (the whole run: parallel compiles, progress, reports), select_targets
+    run.py      run_validation (the whole run: targets, cells, reports), LocalExecutor (parallel compiles, then
+                the cells here; jobs/cluster's ClusterExecutor runs them on a Dask cluster), select_targets
+    progress.py the stage headings and the bar or lines on stderr
     report.py   format_table, markdown, json_report, junit (each with the coverage and the environment)
 """
 from .cells import Cell, bound_calls, run_cell
@@ -23,8 +25,8 @@ from .environment import environment
 from .inputs import entry_calls, golden_calls, random_calls
 from .matrix import MatrixEntry, build_matrix, shard, structural_variants
 from .report import format_table, json_report, junit, markdown
-from .run import DEFAULT_SIZES, precompile, run_validation, select_targets
+from .run import DEFAULT_SIZES, LocalExecutor, precompile, run_validation, select_targets
 
-__all__ = ["Cell", "DEFAULT_SIZES", "MatrixEntry", "bound_calls", "build_matrix", "entry_calls", "entry_coverage",
+__all__ = ["Cell", "DEFAULT_SIZES", "LocalExecutor", "MatrixEntry", "bound_calls", "build_matrix", "entry_calls", "entry_coverage",
            "environment", "format_table", "golden_calls", "json_report", "junit", "markdown", "precompile",
            "random_calls", "run_cell", "run_validation", "select_targets", "shard", "structural_variants"]

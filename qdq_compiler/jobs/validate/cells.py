@@ -26,6 +26,14 @@ class Cell:
     cases: int = 0
     seconds: float = 0.0
     first_failure: dict | None = None   # diagnose.first_difference of the first failing call, with "reproduce"
+    host: str = ""         # where it ran: the host's name, the worker ("local" in a local run), the device
+    worker: str = ""
+    device: str = ""
+
+    @property
+    def place(self) -> str:
+        """'host/worker' of a cell a cluster ran ('' for a local run's)."""
+        return f"{self.host}/{self.worker}" if self.worker and self.worker != "local" else ""
 
     @property
     def ok(self) -> bool:

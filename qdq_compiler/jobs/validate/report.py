@@ -100,7 +100,9 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
         out += ["", "## Mismatches and errors", ""]
         for c in bad:
             text, _, rerun = c.detail.partition(" Rerun: ")
-            out.append(f"- `{c.entry}` on {c.target}: {escape(text)}" + (f" Rerun: `{rerun}`" if rerun else ""))
+            out.append(f"- `{c.entry}` on {c.target}{f' at {c.place}' if c.place else ''}: {escape(text)}"
+                       + (f" Rerun: `{rerun}`" if rerun else ""))
+    out += _placement(cells)
     if cov:
         out += ["", "## Numeric attribute sets per configuration", ""]
         out += [f"- `{name}`: {_sets_text(c)}" for name, c in cov.items()]
@@ -109,6 +111,23 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
                 f"{divergence['size']} random elements per call, seed {divergence['seed']}:", "",
                 diverge.markdown(diverge.from_json(divergence)).rstrip()]
     return "\n".join(out) + "\n"
+
+
+def _placement(cells: list[Cell]) -> list[str]:
+    """Markdown: where the cells ran. A local run: one line per target and device. A cluster's: per worker and
+    target its device and every configuration it ran, so that each cell names its host and device."""
+    ran = [c for c in cells if c.worker]
+    if not ran:
+        return []
+    groups: dict[tuple, list[str]] = {}
+    for c in ran:
+        groups.setdefault((c.host, c.worker, c.target, c.device), []).append(c.entry)
+    out = ["", "## Where the cells ran", ""]
+    for (host, worker, target, device), entries in groups.items():
+        head = f"- {target} on host `{host}`" + (f", worker `{worker}`" if worker != "local" else "") + \
+            f" ({escape(device or 'device unknown')}): {len(entries)} cell{'' if len(entries) == 1 else 's'}"
+        out.append(head + (": " + ", ".join(f"`{e}`" for e in entries) if worker != "local" else ""))
+    return out
 
 
 def json_report(cells: list[Cell], summary: dict, coverage: list[dict] | None = None,
@@ -151,7 +170,8 @@ def junit(cells: list[Cell], skipped: dict[str, str], summary: dict | None = Non
             structural = ",".join(f"{k}={v}" for k, v in e["structural"].items()) or "-"
             out += _properties([("structural attributes", structural), ("numeric attributes", attribute_values(e)),
                                 ("goldens", e["goldens"]), ("random", e["random"]), ("cases run", c.cases),
-                                ("attribute sets", _sets_text(e))], "    ")
+                                ("attribute sets", _sets_text(e))]
+                               + [(k, getattr(c, k)) for k in ("host", "worker", "device") if getattr(c, k)], "    ")
         if c.status in ("ulp", "error"):
             out.append(f'    <failure message={quoteattr(c.short())}>{escape(c.detail)}</failure>')
         elif c.status == "skipped":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,56 +19,12 @@ from ...outputs import write_atomic
 from . import report
 from .cells import Cell, bound_calls, run_cell
 from .coverage import entry_coverage
-from .environment import environment, golden_references, goldens_tf_versions, tf_version_text
+from .environment import device_name, environment, golden_references, goldens_tf_versions, tf_version_text
 from .inputs import _shape_for
 from .matrix import build_matrix, shard as shard_of
+from .progress import PROGRESS_MODES, count as _count, progress as _progress, stage as _stage  # noqa: F401
 
 DEFAULT_SIZES = (1000, 70000)  # 70000 > 65535: the lavapipe loop limit for reductions
-
-
-PROGRESS_MODES = ("bar", "lines", "off")
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-_stage_started = [time.perf_counter()]   # when the current stage began (_stage), for the ETA
-
-
-def _eta(done: int, total: int) -> str:
-    """' ETA 3m 10s' from the stage's pace so far ('' at the start and the end)."""
-    if not 0 < done < total:
-        return ""
-    left = (time.perf_counter() - _stage_started[0]) / done * (total - done)
-    return f" ETA {int(left // 60)}m {int(left % 60):02d}s" if left >= 60 else f" ETA {int(left)}s"
-
-
-def _progress(done: int, total: int, label: str, mode):
-    """Progress on stderr: a bar redrawn in place on a terminal ("bar"), one flushed line per step where
-    nobody redraws (CI logs, ``| tee``: "lines"), or nothing ("off"; False/True mean off/bar); each with
-    the time the stage has left at its pace so far."""
-    mode = {False: "off", True: "bar", None: "off"}.get(mode, mode)
-    if mode == "off":
-        return
-    if mode == "lines":
-        sys.stderr.write(f"[{done}/{total}{_eta(done, total)}] {label}\n")
-        sys.stderr.flush()
-        return
-    width = 30
-    filled = int(width * done / max(total, 1))
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}{_eta(done, total)} {label[:60]:<60}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
-def _stage(text: str, mode):
-    """A stage heading: a line on stderr unless progress is off."""
-    _stage_started[0] = time.perf_counter()
-    if mode not in ("off", False, None):
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
 
 
 def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | None = None):
@@ -142,24 +99,76 @@ def _write(path: str, text: str):
     write_atomic(path, text)
 
 
+class LocalExecutor:
+    """A run in this process: compiles in parallel (iree-compile runs as a subprocess), then every cell on this
+    host's devices, one at a time. ``jobs/cluster``'s ClusterExecutor does the same on a Dask cluster."""
+
+    def __init__(self, jobs: int = 0):
+        self.jobs = jobs or os.cpu_count() or 1
+
+    @staticmethod
+    def select_targets(names):
+        return select_targets(names)
+
+    def cells(self, entries, run_on, compile_only, skipped, sizes, seed, progress):
+        """(cells in the report's order, coverage per configuration)."""
+        # bound once, before compiling: the oracle's answers are reused on every target, and the views the
+        # calls pick tell precompile which artifacts they need
+        cases = {e.name: bound_calls(e, sizes, seed) for e in entries}
+        compile_errors = precompile(entries, run_on + compile_only, sizes, self.jobs, progress, cases)
+        cells = []
+        for t in compile_only:  # compiled, not run: the report says so per configuration
+            for e in entries:
+                if (e.name, t) in compile_errors:
+                    cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
+                elif not T.get(t).dtype_gap(e.dtype):
+                    cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
+        first, total = len(cells), len(entries) * len(run_on)
+        _stage(f"running {_count(total, 'cell')} ({_count(len(entries), 'configuration')} on "
+               f"{', '.join(run_on) or 'no target'}) against the oracle", progress)
+        coverage, host = [], socket.gethostname()
+        devices = {t: device_name(t) for t in run_on}
+        for e in entries:
+            coverage.append(entry_coverage(e, cases[e.name]))
+            for t in run_on:
+                if (e.name, t) in compile_errors:
+                    cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
+                else:
+                    cells.append(run_cell(e, t, sizes, seed, calls=cases[e.name]))
+                c = cells[-1]
+                c.host, c.worker, c.device = host, "local", devices[t]
+                _progress(len(cells) - first, total, f"{e.name} on {t}: {c.short()} ({_count(c.cases, 'case')}, "
+                          f"{c.seconds:.1f} s)" if progress == "lines" else e.name, progress)
+        return cells, coverage
+
+    @staticmethod
+    def environment(run_on, skipped) -> dict:
+        return environment(run_on, skipped)
+
+    def close(self):
+        pass
+
+
 def run_validation(ops: list[str] | None = None, targets: list[str] | None = None,
                    dtypes: list[str] | None = None, sizes=DEFAULT_SIZES, shard: tuple[int, int] | None = None,
                    jobs: int = 0, seed: int = 0, progress: str = "off", json_path: str | None = None,
                    junit_path: str | None = None, markdown_path: str | None = None,
-                   semantics=(SEM.DEFAULT,)) -> int:
+                   semantics=(SEM.DEFAULT,), cluster: str | None = None, min_workers: int = 1) -> int:
     """Validate the matrix of ``ops`` x ``dtypes`` (default: all) on ``targets``; the exit status (1: a mismatch).
 
     Prints the run's versions, host and devices, the table, the mismatches and a summary line on stdout
     (skipped targets on stderr, and the progress there: ``progress`` is one of PROGRESS_MODES); writes the
     JSON report, JUnit XML and Markdown (each with what every configuration covered) to the paths given.
     ``shard`` (i, n) runs the i-th of n slices of the matrix; ``jobs`` parallel compiles (0: one per core).
+    ``cluster``: a Dask scheduler's address, or ``local:N`` (N worker processes here), to run the matrix on
+    every worker's targets at once (``jobs/cluster``); the same report, each cell naming its host and worker;
+    ``min_workers``: how many workers to wait for (QDQ_CLUSTER_TIMEOUT, default 20 s) before starting.
     """
     t0 = time.perf_counter()
     for o in ops or []:
         op_registry.get(o)  # an unknown op is a QDQError listing the known ones
     dtypes = [DT.get(d).name for d in dtypes] if dtypes else None
     sizes = tuple(sizes)
-    run_on, skipped, compile_only = select_targets(targets)
     semantics = tuple(SEM.get(s).name for s in semantics)
     entries = build_matrix(ops, dtypes, semantics)
     if not entries:
@@ -169,32 +178,17 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         if not entries:
             raise QDQError(f"shard {shard[0]}/{shard[1]} is empty: the matrix has "
                            f"{_count(len(build_matrix(ops, dtypes, semantics)), 'configuration')}", arg="--shard")
-    # bound once, before compiling: the oracle's answers are reused on every target, and the views the
-    # calls pick tell precompile which artifacts they need
-    cases = {e.name: bound_calls(e, sizes, seed) for e in entries}
-    compile_errors = precompile(entries, run_on + compile_only, sizes, jobs or os.cpu_count() or 1, progress, cases)
-    cells = []
-    for t in compile_only:  # compiled, not run: the report says so per configuration
-        for e in entries:
-            if (e.name, t) in compile_errors:
-                cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
-            elif not T.get(t).dtype_gap(e.dtype):
-                cells.append(Cell(e.name, t, "skipped", f"compiled; not run: {skipped[t]}"))
-    first, total = len(cells), len(entries) * len(run_on)
-    _stage(f"running {_count(len(entries) * len(run_on), 'cell')} ({_count(len(entries), 'configuration')} on "
-           f"{', '.join(run_on) or 'no target'}) against the oracle", progress)
-    coverage = []
-    for e in entries:
-        coverage.append(entry_coverage(e, cases[e.name]))
-        for t in run_on:
-            if (e.name, t) in compile_errors:
-                cells.append(Cell(e.name, t, "error", compile_errors[(e.name, t)]))
-            else:
-                cells.append(run_cell(e, t, sizes, seed, calls=cases[e.name]))
-            c = cells[-1]
-            _progress(len(cells) - first, total, f"{e.name} on {t}: {c.short()} ({_count(c.cases, 'case')}, "
-                      f"{c.seconds:.1f} s)" if progress == "lines" else e.name, progress)
-    env = environment(run_on, skipped)
+    if cluster:
+        from ..cluster.validate import ClusterExecutor
+        executor = ClusterExecutor(cluster, progress, min_workers)
+    else:
+        executor = LocalExecutor(jobs)
+    try:
+        run_on, skipped, compile_only = executor.select_targets(targets)
+        cells, coverage = executor.cells(entries, run_on, compile_only, skipped, sizes, seed, progress)
+        env = executor.environment(run_on, skipped)
+    finally:
+        executor.close()
     env["goldens_tf_version"] = goldens_tf_versions((e.op, e.semantics) for e in entries)
     for t, why in skipped.items():
         print(f"{t}: skipped ({why})", file=sys.stderr)
@@ -218,7 +212,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
                "host_cpu": env["host_cpu"], "devices": env["devices"], "iree_compiler": env["iree_compiler"],
                "iree_runtime": env["iree_runtime"], "tf_version": tf_version_text(env["goldens_tf_version"]),
                "golden_references": golden_references((e.op, e.semantics) for e in entries),
-               "skipped_details": env.pop("skipped_details")}
+               "skipped_details": env.pop("skipped_details"), **({"cluster": env["cluster"]} if "cluster" in env else {})}
     divergence = None
     if set(diverge.SEMANTICS) <= set(semantics):  # both answers validated: where they differ, on the same inputs
         _stage("comparing TF's two answers (tf-cpu, tf-xla) on the same inputs", progress)
@@ -226,12 +220,12 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     print(report.environment_line(summary))
     print(report.format_table(cells, run_on + compile_only))
     for c in bad:
-        print(f"MISMATCH {c.target} {c.entry}: {c.detail}")
+        print(f"MISMATCH {c.target} {c.entry}{f' at {c.place}' if c.place else ''}: {c.detail}")
     if divergence:
         print(f"{divergence['total']} (tf-cpu against tf-xla; per configuration in the reports and 'qdqc diverge')")
     print(text)
     if not compared:
-        print("nothing was compared with the oracle: no selected target runs here "
+        print(f"nothing was compared with the oracle: no selected target runs {'on the cluster' if cluster else 'here'} "
               f"({'; '.join(f'{t}: {why}' for t, why in skipped.items()) or 'none selected'})", file=sys.stderr)
     if json_path:
         _write(json_path, report.json_report(cells, summary, coverage, env, divergence))

@@ -1,0 +1,195 @@
+"""The engine under ``--cluster``: Dask distributed, its workers' resources, and what each worker says of itself.
+
+A worker advertises, as Dask resources, what it can do for qdq_compiler:
+  - ``qdq-build:<target>:<profile>`` for every target (compiling needs no device), and
+  - ``qdq-run:<target>:<profile>`` (1) for each target it runs (``qdqc targets`` on its host, or a subset),
+  - ``qdq-device`` (1): one cell at a time per worker, whatever its targets.
+The profile is a digest of what on the worker's host shapes a target's artifacts (its compile flags, the cpu
+target's x86-64 level, which multiply-add units it has): an artifact compiled under one profile runs on any
+worker of the same profile, and on no other (an AVX-512 program on a CPU without it). On one machine, or a
+lab of identical hosts, every target has one profile and compiles run on any worker.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+
+from ... import compile as C
+from ... import emit
+from ... import targets as T
+from ...errors import QDQError
+
+BUILD, RUN, DEVICE = "qdq-build", "qdq-run", "qdq-device"
+_BUILD_SLOTS = 64          # compiles a worker takes at once are bounded by its threads, not by this
+LOCAL = "local:"
+INSTALL_HINT = "pip install 'qdq-compiler[cluster]' (Dask distributed)"
+
+
+def require_distributed():
+    """The ``distributed`` module, or a QDQError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise QDQError(f"--cluster needs Dask distributed, which is not installed here: {INSTALL_HINT}",
+                       arg="--cluster") from None
+    return distributed
+
+
+def target_profile(name: str) -> str:
+    """A digest of what shapes ``name``'s artifacts on this host (flags, cpu level, multiply-add units)."""
+    t = T.get(name)
+    facts = {"flags": list(t.compile_flags), "contraction_free_level": list(t.contraction_free_level),
+             "fma_units": list(t.fma_units())}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def software_identity() -> dict:
+    """What must agree between the driver and every worker: the package's sources and templates (they shape
+    the oracle and the programs) and the IREE compiler (it shapes the artifacts)."""
+    return {"sources": C.source_fingerprint(emit.TEMPLATE_DIR), "compiler": C.compiler_identity()}
+
+
+def advertised_targets(names: list[str] | None = None) -> list[str]:
+    """The targets this host runs (``qdqc targets``), or the subset ``names`` of them; naming one this host
+    cannot run is a QDQError with the reason."""
+    here = T.available_targets()
+    if not names:
+        return here
+    out = []
+    for n in names:
+        t = T.get(n)
+        ok, why = t.availability()
+        if not ok:
+            raise QDQError(f"--targets {n}: this host cannot run it ({why}); it runs {', '.join(here) or 'none'}",
+                           arg="--targets")
+        out.append(t.name)
+    return list(dict.fromkeys(out))
+
+
+def resources(names: list[str] | None = None) -> dict[str, int]:
+    """The Dask resources of a worker on this host that runs ``advertised_targets(names)``."""
+    res = {f"{BUILD}:{n}:{target_profile(n)}": _BUILD_SLOTS for n in T.TARGETS}
+    res.update({f"{RUN}:{n}:{target_profile(n)}": 1 for n in advertised_targets(names)})
+    res[DEVICE] = 1
+    return res
+
+
+def run_targets_of(resource_names) -> list[str]:
+    """The targets a worker with these resources runs (its ``qdq-run:<target>:<profile>`` names)."""
+    return [r.split(":")[1] for r in resource_names if r.startswith(RUN + ":")]
+
+
+def describe_self(dask_worker=None) -> dict:
+    """What a worker says of itself (``client.run``): host, its targets' devices and profiles, the software."""
+    from ..validate.environment import device_name, host_cpu
+    held = getattr(getattr(dask_worker, "state", None), "total_resources", None) or \
+        getattr(dask_worker, "total_resources", None) or {}
+    runs = run_targets_of(held)
+    return {"host": socket.gethostname(), "host_cpu": host_cpu(), "pid": os.getpid(),
+            "devices": {t: device_name(t) for t in runs}, "identity": software_identity()}
+
+
+def device_of(target: str) -> str:
+    """The device behind ``target`` on this worker's host (validate.environment.device_name)."""
+    from ..validate.environment import device_name
+    return device_name(target)
+
+
+def worker_name(name, address: str) -> str:
+    """A worker's name in reports: its ``--name``, ``worker-<i>`` in a ``local:N`` cluster, else its address."""
+    if isinstance(name, str) and name:
+        return name
+    return f"worker-{name}" if isinstance(name, int) else str(address)
+
+
+def worker_command(address: str, names: list[str] | None = None, name: str | None = None,
+                   nthreads: int | None = None) -> list[str]:
+    """Dask's own worker command with this host's resources filled in (what ``qdqc worker`` runs)."""
+    res = " ".join(f"{k}={v}" for k, v in resources(names).items())
+    cmd = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--resources", res,
+           "--nthreads", str(nthreads or os.cpu_count() or 1), "--no-dashboard"]
+    return cmd + (["--name", name] if name else [])
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """("local", N) for ``local:N``, else ("remote", 0) for a scheduler's address; bad text is a QDQError."""
+    text = str(address).strip()
+    if text.startswith(LOCAL):
+        n = text[len(LOCAL):]
+        if not n.isdigit() or int(n) < 1:
+            raise QDQError(f"--cluster {address!r}: expected local:N with N >= 1 worker processes, or a "
+                           f"scheduler's address such as tcp://head:8786", arg="--cluster")
+        return "local", int(n)
+    if not text or " " in text:
+        raise QDQError(f"--cluster {address!r}: expected a scheduler's address such as tcp://head:8786 or "
+                       f"head:8786, or local:N", arg="--cluster")
+    return "remote", 0
+
+
+CONNECT_ENV = "QDQ_CLUSTER_TIMEOUT"
+
+
+def connect_timeout_s() -> float:
+    """How long to try reaching a scheduler: QDQ_CLUSTER_TIMEOUT seconds, else 20."""
+    text = os.environ.get(CONNECT_ENV, "").strip()
+    try:
+        value = float(text) if text else 20.0
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise QDQError(f"{CONNECT_ENV}={text!r} must be a positive number of seconds (default 20)", arg=CONNECT_ENV)
+    return value
+
+
+def connect(address: str):
+    """(client, local cluster or None): a client of the scheduler at ``address``, or of a cluster of N worker
+    processes on this machine started for it (``local:N``: one thread each, this host's resources)."""
+    kind, n = parse_address(address)
+    distributed = require_distributed()
+    import logging
+    if kind == "local":
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                           dashboard_address=":0", resources=resources(),
+                                           silence_logs=logging.ERROR)
+        return distributed.Client(cluster), cluster
+    try:
+        client = distributed.Client(address, timeout=f"{connect_timeout_s()}s")
+    except (OSError, TimeoutError) as e:
+        raise QDQError(f"--cluster {address}: cannot reach a Dask scheduler there ({e}); start one with "
+                       f"'dask scheduler' and workers with 'qdqc worker {address}'", arg="--cluster") from None
+    return client, None
+
+
+def survey(client, address: str, local: bool, min_workers: int = 1) -> dict[str, dict]:
+    """Every worker by address: its label (host/name), host, resources, the targets it runs and their devices.
+    Waits up to QDQ_CLUSTER_TIMEOUT for ``min_workers`` to have joined; refuses workers of other sources or
+    another IREE compiler."""
+    info = client.scheduler_info()["workers"]
+    if len(info) < min_workers and not local:
+        try:
+            client.wait_for_workers(min_workers, timeout=connect_timeout_s())
+        except Exception:  # noqa: BLE001 - distributed's TimeoutError
+            have = len(client.scheduler_info()["workers"])
+            raise QDQError(f"--cluster {address}: {have} worker(s) joined the scheduler within {connect_timeout_s():g} s, "
+                           f"{min_workers} asked for (--min-workers); start one on each device host with "
+                           f"'qdqc worker {address}'", arg="--cluster") from None
+        info = client.scheduler_info()["workers"]
+    facts = client.run(describe_self)
+    mine, out, stale = software_identity(), {}, []
+    for addr, w in info.items():
+        f = facts.get(addr)
+        if f is None:   # left between the two questions
+            continue
+        label = f"{f['host']}/{worker_name(w.get('name'), addr)}"
+        if f["identity"] != mine:
+            stale.append(label)
+        out[addr] = {"label": label, "host": f["host"], "resources": dict(w.get("resources") or {}),
+                     "runs": run_targets_of(w.get("resources") or {}), "devices": f["devices"],
+                     "nthreads": w.get("nthreads", 1)}
+    if stale:
+        raise QDQError(f"--cluster {address}: worker(s) {', '.join(stale)} run other qdq_compiler sources or another "
+                       f"IREE compiler than this driver; install the same version on every host", arg="--cluster")
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["label"]))

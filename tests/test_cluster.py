@@ -1,0 +1,305 @@
+"""Validation across machines on Dask distributed (issue 26): a real cluster on this machine.
+
+A scheduler and two workers in processes of their own, as a lab would start them: "gpu-box" advertises
+cpu, vmvx and Vulkan (vmvx alone where this machine has no Vulkan), "cpu-box" cpu only. The checks: placement
+(a device target's cells run only where it is advertised), a report equal to a local run's but for timings
+and places, artifacts arriving in the driver's cache, a worker killed mid-run, Ctrl-C, a bundle
+byte-identical to a local build. Each process is bounded in time and killed with its group at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qdq_compiler import compile as C
+from qdq_compiler import targets as T
+from qdq_compiler.errors import QDQError
+
+distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (qdq-compiler[cluster])")
+
+from qdq_compiler.jobs.cluster import engine  # noqa: E402  (after the skip: it needs nothing, but reads better)
+from qdq_compiler.jobs.validate import run_validation  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVICE_TARGETS = ["vmvx", "vulkan"] if T.get("vulkan").availability()[0] else ["vmvx"]
+OPS = "FakeQuantWithMinMaxArgs,FakeQuantWithMinMaxVarsPerChannel"
+DEADLINE_S = 240
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(args, log: Path, env=None) -> subprocess.Popen:
+    """A process in its own session (its group is killed at the end, children included)."""
+    return subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
+                            env=env or os.environ.copy())
+
+
+def _kill(proc: subprocess.Popen):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+def _wait_for(predicate, what: str, timeout_s: float = 60.0, every_s: float = 0.2):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if predicate():
+            return
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+def _worker(address, name, targets, log_dir: Path, env=None) -> subprocess.Popen:
+    return _start([sys.executable, "-m", "qdq_compiler", "worker", address, "--targets", ",".join(targets),
+                   "--name", name, "--nthreads", "1"], log_dir / f"{name}.log", env)
+
+
+def _names(client) -> set[str]:
+    return {w.get("name") for w in client.scheduler_info()["workers"].values()}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """(scheduler address, a client of it, the log directory): a head and two workers, as in the README."""
+    logs = tmp_path_factory.mktemp("cluster_logs")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    procs = [_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                     address.rsplit(":", 1)[1], "--no-dashboard", "--dashboard-address", "127.0.0.1:0"], logs / "scheduler.log")]
+    try:
+        procs.append(_worker(address, "gpu-box", ["cpu", *DEVICE_TARGETS], logs))
+        procs.append(_worker(address, "cpu-box", ["cpu"], logs))
+        client = None
+        t0 = time.monotonic()
+        while client is None:
+            try:
+                client = distributed.Client(address, timeout="2s")
+            except OSError:
+                if time.monotonic() - t0 > 60:
+                    raise
+        _wait_for(lambda: {"gpu-box", "cpu-box"} <= _names(client), "both workers to join")
+        yield address, client, logs
+        client.close()
+    finally:
+        for p in procs[::-1]:
+            _kill(p)
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _without_place(cells):
+    """The cells but for timings and places (and why a target is not run: no device here, no worker there)."""
+    return [{k: v for k, v in c.items() if k not in ("seconds", "host", "worker", "device")
+             and not (k == "detail" and c["status"] == "skipped")} for c in cells]
+
+
+def test_a_cluster_run_places_cells_by_target_and_reports_as_a_local_run(lab, tmp_path, monkeypatch, capsys):
+    address, _, _ = lab
+    monkeypatch.setenv("QDQ_CACHE_DIR", str(tmp_path / "driver_cache"))   # empty: artifacts must arrive as bytes
+    kw = dict(ops=OPS.split(","), targets=["cpu", *DEVICE_TARGETS, "cuda"], dtypes=["float32"], sizes=(1000,))
+    assert run_validation(**kw, cluster=address, json_path=str(tmp_path / "c.json"),
+                          markdown_path=str(tmp_path / "c.md"), junit_path=str(tmp_path / "c.xml")) == 0
+    cluster = json.loads((tmp_path / "c.json").read_text())
+    cells = cluster["cells"]
+    ran = [c for c in cells if c["target"] != "cuda"]
+    assert ran and all(c["status"] == "exact" for c in ran)
+    assert {c["worker"] for c in ran} <= {"gpu-box", "cpu-box"}
+    assert all(c["host"] == socket.gethostname() and c["device"] for c in ran)
+    for t in DEVICE_TARGETS:   # only gpu-box advertises them
+        assert {c["worker"] for c in ran if c["target"] == t} == {"gpu-box"}, t
+    cuda = [c for c in cells if c["target"] == "cuda"]
+    assert cuda and all(c["status"] == "skipped" and "compiled; not run: no worker of the cluster" in c["detail"]
+                        for c in cuda)
+    summary = cluster["summary"]
+    assert [w["worker"] for w in summary["cluster"]["workers"]] == ["cpu-box", "gpu-box"]
+    assert "gpu-box" in summary["devices"]["cpu"] and "cpu-box" in summary["devices"]["cpu"]
+    # every artifact of the run is in the driver's cache, verified
+    vmfbs = list((tmp_path / "driver_cache").glob("*.vmfb"))
+    assert len(vmfbs) >= len(cells) / 2 and all(C.read_verified(v, v.with_suffix(".json")) for v in vmfbs)
+    md, xml = (tmp_path / "c.md").read_text(), (tmp_path / "c.xml").read_text()
+    assert "## Where the cells ran" in md and "worker `gpu-box`" in md
+    assert '<property name="worker" value="gpu-box"/>' in xml
+    # the same matrix and seed in this process: the same report but for timings and places
+    assert run_validation(**kw, json_path=str(tmp_path / "l.json")) == 0
+    local = json.loads((tmp_path / "l.json").read_text())
+    assert _without_place(local["cells"]) == _without_place(cells)
+    assert local["entries"] == cluster["entries"]
+    same = {k for k in local["summary"] if k not in ("seconds", "text", "devices", "skipped_targets", "skipped_details")}
+    assert {k: local["summary"][k] for k in same} == {k: summary[k] for k in same}
+    assert {c["worker"] for c in local["cells"] if c["status"] == "exact"} == {"local"}
+
+
+def test_a_worker_killed_mid_run_has_its_cells_run_elsewhere_once(lab, tmp_path):
+    """"victim" runs cpu and cpu-host, which no other worker runs; killed with tasks in flight, its cpu work
+    is re-run on the others, and cpu-host's waiting cells fail naming it: every cell reported once."""
+    address, client, logs = lab
+    env = dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "victim_cache"))   # cold: its compiles take seconds
+    victim = _worker(address, "victim", ["cpu", "cpu-host"], logs, env)
+    try:
+        _wait_for(lambda: "victim" in _names(client), "the victim to join")
+        addr = next(a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "victim")
+        driver_env = dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "driver_cache"), QDQ_CLUSTER_ORPHAN_S="1")
+        driver = _start([sys.executable, "-m", "qdq_compiler", "validate", "--cluster", address, "--targets",
+                         "cpu,cpu-host", "--ops", "QuantizeAndDequantizeV2", "--dtypes", "f32", "--sizes", "1000",
+                         "--report", str(tmp_path / "k.json"), "--no-progress"], tmp_path / "driver.log", driver_env)
+        try:
+            _wait_for(lambda: client.processing(workers=[addr]).get(addr), "the victim to take a task")
+            _kill(victim)
+            rc = driver.wait(timeout=DEADLINE_S)
+        finally:
+            _kill(driver)
+    finally:
+        _kill(victim)
+    log = (tmp_path / "driver.log").read_text()
+    cells = _cells(tmp_path / "k.json")
+    pairs = [(c["entry"], c["target"]) for c in cells]
+    assert len(pairs) == len(set(pairs)) == 2 * 16, log[-2000:]
+    cpu = [c for c in cells if c["target"] == "cpu"]
+    assert all(c["status"] == "exact" for c in cpu), log[-2000:]
+    host = [c for c in cells if c["target"] == "cpu-host"]
+    assert all(c["status"] == "exact" and c["worker"] == "victim" or
+               c["status"] == "error" and "no worker runs cpu-host any more" in c["detail"] and "victim" in c["detail"]
+               for c in host), [c["detail"] for c in host]
+    assert rc == (1 if any(c["status"] == "error" for c in host) else 0), log[-2000:]
+
+
+def test_ctrl_c_cancels_the_clusters_tasks_and_leaves_the_cache_sound(lab, tmp_path):
+    address, client, _ = lab
+    env = dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "driver_cache"))
+    driver = subprocess.Popen([sys.executable, "-m", "qdq_compiler", "validate", "--cluster", address, "--targets",
+                               "cpu," + ",".join(DEVICE_TARGETS), "--ops", "QuantizeAndDequantizeV2,QuantizeAndDequantizeV3",
+                               "--sizes", "1000,20000"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        for line in driver.stderr:
+            if line.startswith("[1/"):
+                break
+        driver.send_signal(signal.SIGINT)
+        rest = driver.stderr.read()
+        assert driver.wait(timeout=60) == 130, rest
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert "interrupted" in rest
+    _wait_for(lambda: not any(client.processing().values()), "the cancelled tasks to stop", 30)
+    vmfbs = list((tmp_path / "driver_cache").glob("*.vmfb"))
+    assert all(C.read_verified(v, v.with_suffix(".json")) is not None for v in vmfbs)
+
+
+def test_a_bundle_built_on_the_cluster_is_the_local_build(lab, tmp_path):
+    from qdq_compiler.jobs.bundle import build_bundle
+    address, _, _ = lab
+    config = {"targets": ["cpu", "vmvx"], "entries": [
+        {"op": "FakeQuantWithMinMaxArgs", "shape": "?", "attrs": {"num_bits": 4}},
+        {"op": "FakeQuantWithMinMaxVarsPerChannel", "shape": "?x8", "name": "per_channel"}]}
+    remote = build_bundle(config, tmp_path / "remote", cluster=address, build_time="2026-01-01T00:00:00Z")
+    local = build_bundle(config, tmp_path / "local", use_cache=False, build_time="2026-01-01T00:00:00Z")
+    files = sorted(p.name for p in (tmp_path / "local").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "remote").iterdir()) and len(files) == 5
+    for name in files:
+        assert (tmp_path / "remote" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert remote.manifest == local.manifest
+
+
+def test_local_n_starts_its_own_workers(tmp_path, capsys):
+    rc = run_validation(ops=["FakeQuantWithMinMaxArgs"], targets=["cpu"], dtypes=["float32"], sizes=(100,),
+                        cluster="local:2", json_path=str(tmp_path / "r.json"), progress="lines")
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert {w["worker"] for w in report["summary"]["cluster"]["workers"]} == {"worker-0", "worker-1"}
+    assert report["summary"]["cluster"]["startup_seconds"] > 0
+    assert all(c["status"] == "exact" and c["worker"] in ("worker-0", "worker-1") for c in report["cells"])
+    assert "cluster local:2: 2 workers in" in err and " run, " in err and "s on the cluster" in err
+
+
+# -- without a cluster -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("address, words", [
+    ("local:0", "expected local:N with N >= 1"), ("local:x", "expected local:N"), ("", "scheduler's address"),
+    ("tcp://a b", "scheduler's address")])
+def test_a_bad_cluster_address_is_refused_before_anything_starts(address, words):
+    with pytest.raises(QDQError, match=words) as e:
+        engine.parse_address(address)
+    assert e.value.arg == "--cluster"
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(monkeypatch, capsys):
+    from qdq_compiler import cli
+    monkeypatch.setenv("QDQ_CLUSTER_TIMEOUT", "1")
+    assert cli.main(["validate", "--cluster", f"tcp://127.0.0.1:{_free_port()}", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach a Dask scheduler there" in err and "qdqc worker" in err
+
+
+def test_worker_print_command_fills_in_this_hosts_resources(capsys):
+    from qdq_compiler import cli
+    assert cli.main(["worker", "tcp://head:8786", "--targets", "cpu", "--name", "n1", "--print-command"]) == 0
+    out = capsys.readouterr().out
+    assert "distributed.cli.dask_worker tcp://head:8786" in out and "--name n1" in out
+    assert f"qdq-run:cpu:{engine.target_profile('cpu')}=1" in out and "qdq-run:vmvx" not in out
+    assert f"qdq-build:vmvx:{engine.target_profile('vmvx')}=64" in out and "qdq-device=1" in out
+
+
+def test_a_worker_refuses_a_target_its_host_cannot_run(capsys, monkeypatch):
+    from qdq_compiler import cli
+    monkeypatch.setattr(T.Target, "availability", lambda self: (self.name != "vmvx", "no such device here"))
+    assert cli.main(["worker", "tcp://head:8786", "--targets", "cpu,vmvx", "--print-command"]) == 2
+    assert "--targets vmvx: this host cannot run it (no such device here)" in capsys.readouterr().err
+
+
+class _StubClient:
+    """What engine.survey asks of a client, for workers of a given identity."""
+
+    def __init__(self, identity):
+        self.identity = identity
+
+    def scheduler_info(self):
+        return {"workers": {"tcp://w:1": {"name": "lab-1", "resources": {"qdq-run:cpu:x": 1}, "nthreads": 2}}}
+
+    def run(self, fn):
+        return {"tcp://w:1": {"host": "h1", "devices": {"cpu": "a CPU"}, "identity": self.identity}}
+
+
+def test_a_worker_of_another_version_is_refused():
+    good = engine.software_identity()
+    assert engine.survey(_StubClient(good), "tcp://x:1", False)["tcp://w:1"]["label"] == "h1/lab-1"
+    with pytest.raises(QDQError, match="h1/lab-1 run other qdq_compiler sources or another IREE compiler"):
+        engine.survey(_StubClient({**good, "sources": "0" * 64}), "tcp://x:1", False)
+
+
+def test_min_workers_is_checked_and_waited_for(monkeypatch, capsys):
+    from qdq_compiler import cli
+    assert cli.main(["validate", "--min-workers", "0", "--cluster", "local:1"]) == 2
+    assert "--min-workers 0: must be >= 1" in capsys.readouterr().err
+    assert cli.main(["validate", "--min-workers", "2"]) == 2
+    assert "--min-workers applies to --cluster ADDRESS" in capsys.readouterr().err
+
+    class Lonely(_StubClient):
+        def wait_for_workers(self, n, timeout):
+            raise TimeoutError
+    monkeypatch.setenv("QDQ_CLUSTER_TIMEOUT", "0.5")
+    with pytest.raises(QDQError, match=r"1 worker\(s\) joined the scheduler within 0.5 s, 3 asked for"):
+        engine.survey(Lonely(engine.software_identity()), "tcp://x:1", False, min_workers=3)
+
+
+def test_without_dask_the_error_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)   # import distributed -> ImportError
+    with pytest.raises(QDQError, match=r"needs Dask distributed, which is not installed here: pip install "
+                                       r"'qdq-compiler\[cluster\]'"):
+        engine.connect("local:1")
