@@ -78,7 +78,8 @@ def lab(tmp_path_factory):
     logs = tmp_path_factory.mktemp("cluster_logs")
     address = f"tcp://127.0.0.1:{_free_port()}"
     procs = [_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
-                     address.rsplit(":", 1)[1], "--no-dashboard", "--dashboard-address", "127.0.0.1:0"], logs / "scheduler.log")]
+                     address.rsplit(":", 1)[1], "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
+                    logs / "scheduler.log")]
     try:
         procs.append(_worker(address, "gpu-box", ["cpu", *DEVICE_TARGETS], logs))
         procs.append(_worker(address, "cpu-box", ["cpu"], logs))
@@ -139,7 +140,8 @@ def test_a_cluster_run_places_cells_by_target_and_reports_as_a_local_run(lab, tm
     local = json.loads((tmp_path / "l.json").read_text())
     assert _without_place(local["cells"]) == _without_place(cells)
     assert local["entries"] == cluster["entries"]
-    same = {k for k in local["summary"] if k not in ("seconds", "text", "devices", "skipped_targets", "skipped_details")}
+    places = ("seconds", "text", "devices", "skipped_targets", "skipped_details")   # and why a target is skipped
+    same = {k for k in local["summary"] if k not in places}
     assert {k: local["summary"][k] for k in same} == {k: summary[k] for k in same}
     assert {c["worker"] for c in local["cells"] if c["status"] == "exact"} == {"local"}
 
@@ -181,10 +183,10 @@ def test_a_worker_killed_mid_run_has_its_cells_run_elsewhere_once(lab, tmp_path)
 def test_ctrl_c_cancels_the_clusters_tasks_and_leaves_the_cache_sound(lab, tmp_path):
     address, client, _ = lab
     env = dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "driver_cache"))
-    driver = subprocess.Popen([sys.executable, "-m", "qdq_compiler", "validate", "--cluster", address, "--targets",
-                               "cpu," + ",".join(DEVICE_TARGETS), "--ops", "QuantizeAndDequantizeV2,QuantizeAndDequantizeV3",
-                               "--sizes", "1000,20000"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    args = ["validate", "--cluster", address, "--targets", ",".join(["cpu", *DEVICE_TARGETS]), "--ops",
+            "QuantizeAndDequantizeV2,QuantizeAndDequantizeV3", "--sizes", "1000,20000"]
+    driver = subprocess.Popen([sys.executable, "-m", "qdq_compiler", *args], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in driver.stderr:
             if line.startswith("[1/"):
@@ -303,3 +305,27 @@ def test_without_dask_the_error_says_what_to_install(monkeypatch):
     with pytest.raises(QDQError, match=r"needs Dask distributed, which is not installed here: pip install "
                                        r"'qdq-compiler\[cluster\]'"):
         engine.connect("local:1")
+
+
+def test_a_device_that_does_not_answer_fails_its_cell_and_its_worker_restarts(lab, tmp_path):
+    """hung-box's cells all outlast its QDQ_CLUSTER_CELL_TIMEOUT (a microsecond): each fails naming it, and its
+    nanny restarts it between them (a hung device's thread is only freed with its process)."""
+    address, client, logs = lab
+    hung = _worker(address, "hung-box", ["cpu-host"], logs, dict(os.environ, QDQ_CLUSTER_CELL_TIMEOUT="0.000001"))
+    try:
+        _wait_for(lambda: "hung-box" in _names(client), "hung-box to join")
+        first = {a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "hung-box"}
+        out = subprocess.run([sys.executable, "-m", "qdq_compiler", "validate", "--cluster", address, "--targets",
+                              "cpu-host", "--ops", "FakeQuantWithMinMaxArgs", "--dtypes", "f32", "--sizes", "100",
+                              "--report", str(tmp_path / "h.json"), "--no-progress"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=DEADLINE_S, env=dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "c")))
+        _wait_for(lambda: {a for a, w in client.scheduler_info()["workers"].items()
+                           if w.get("name") == "hung-box"} - first, "hung-box to come back as a new process")
+    finally:
+        _kill(hung)
+    assert out.returncode == 1, out.stderr[-2000:]
+    cells = _cells(tmp_path / "h.json")
+    assert len(cells) == 2 and all(c["status"] == "error" and c["worker"] == "hung-box" for c in cells), cells
+    assert all("no answer from host CPU" in c["detail"] and "after 1e-06 s (QDQ_CLUSTER_CELL_TIMEOUT); worker "
+               "hung-box restarts" in c["detail"] for c in cells), cells
+    assert "MISMATCH cpu-host FakeQuantWithMinMaxArgs:f32:dynamic at " in out.stdout

@@ -10,17 +10,11 @@ from ... import compile as C
 from . import engine, tasks
 
 
-class ClusterCompiler:
+class ClusterCompiler(engine.Session):
     """``compile(mlir, flags, ...)`` on any worker of the cluster at ``address`` (``local:N`` starts one)."""
 
     def __init__(self, address: str, min_workers: int = 1):
-        self.client, self.local = engine.connect(address)
-        try:
-            self.identity = engine.software_identity()
-            self.workers = engine.survey(self.client, address, self.local is not None, min_workers)
-        except BaseException:
-            self.close()
-            raise
+        super().__init__(address, min_workers)
         self.threads = sum(w["nthreads"] for w in self.workers.values()) or 1
 
     def compile(self, mlir: str, flags: tuple[str, ...], *, what: str, info: dict | None,
@@ -41,11 +35,3 @@ class ClusterCompiler:
         if use_cache:
             C.store_artifact(key, data, C.artifact_record(data, flags, what=what, info=info))
         return data, had
-
-    def close(self):
-        for part in (self.client, self.local):
-            if part is not None:
-                try:
-                    part.close()
-                except Exception:  # noqa: BLE001 - closing a cluster that is going away anyway
-                    pass

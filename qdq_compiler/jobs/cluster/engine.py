@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 from ... import compile as C
 from ... import emit
@@ -173,9 +174,9 @@ def survey(client, address: str, local: bool, min_workers: int = 1) -> dict[str,
             client.wait_for_workers(min_workers, timeout=connect_timeout_s())
         except Exception:  # noqa: BLE001 - distributed's TimeoutError
             have = len(client.scheduler_info()["workers"])
-            raise QDQError(f"--cluster {address}: {have} worker(s) joined the scheduler within {connect_timeout_s():g} s, "
-                           f"{min_workers} asked for (--min-workers); start one on each device host with "
-                           f"'qdqc worker {address}'", arg="--cluster") from None
+            raise QDQError(f"--cluster {address}: {have} worker(s) joined the scheduler within "
+                           f"{connect_timeout_s():g} s, {min_workers} asked for (--min-workers); start one on each "
+                           f"device host with 'qdqc worker {address}'", arg="--cluster") from None
         info = client.scheduler_info()["workers"]
     facts = client.run(describe_self)
     mine, out, stale = software_identity(), {}, []
@@ -183,13 +184,39 @@ def survey(client, address: str, local: bool, min_workers: int = 1) -> dict[str,
         f = facts.get(addr)
         if f is None:   # left between the two questions
             continue
-        label = f"{f['host']}/{worker_name(w.get('name'), addr)}"
+        name = worker_name(w.get("name"), addr)
+        label = f"{f['host']}/{name}"
         if f["identity"] != mine:
             stale.append(label)
-        out[addr] = {"label": label, "host": f["host"], "resources": dict(w.get("resources") or {}),
+        out[addr] = {"label": label, "name": name, "host": f["host"], "resources": dict(w.get("resources") or {}),
                      "runs": run_targets_of(w.get("resources") or {}), "devices": f["devices"],
                      "nthreads": w.get("nthreads", 1)}
     if stale:
         raise QDQError(f"--cluster {address}: worker(s) {', '.join(stale)} run other qdq_compiler sources or another "
                        f"IREE compiler than this driver; install the same version on every host", arg="--cluster")
     return dict(sorted(out.items(), key=lambda kv: kv[1]["label"]))
+
+
+class Session:
+    """A client of the cluster at ``address`` (and the cluster ``local:N`` started for it), its workers surveyed
+    (``survey``) and the time that took; ``close`` ends both."""
+
+    def __init__(self, address: str, min_workers: int = 1):
+        t0 = time.perf_counter()
+        self.address = address
+        self.client, self.local = connect(address)
+        try:
+            self.identity = software_identity()
+            self.workers = survey(self.client, address, self.local is not None, min_workers)
+        except BaseException:
+            self.close()
+            raise
+        self.startup_s = time.perf_counter() - t0
+
+    def close(self):
+        for part in (self.client, self.local):
+            if part is not None:
+                try:
+                    part.close()
+                except Exception:  # noqa: BLE001 - closing a cluster that is going away anyway
+                    pass

@@ -7,7 +7,9 @@ a worker of another version would compute other programs or another oracle, so i
 from __future__ import annotations
 
 import functools
+import os
 import socket
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -20,6 +22,10 @@ from ..validate.coverage import entry_coverage
 from ..validate.inputs import _shape_for
 from ..validate.matrix import MatrixEntry
 from . import engine
+
+
+CELL_TIMEOUT_ENV = "QDQ_CLUSTER_CELL_TIMEOUT"   # read on the worker: how long its device may take over a cell
+DEFAULT_CELL_TIMEOUT_S = 900.0
 
 
 @dataclass
@@ -103,24 +109,71 @@ def _device(target: str) -> str:
     return engine.device_of(target)
 
 
+def cell_timeout_s() -> float:
+    """How long this worker's device may take over one cell: QDQ_CLUSTER_CELL_TIMEOUT seconds, else 900."""
+    text = os.environ.get(CELL_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(text) if text else DEFAULT_CELL_TIMEOUT_S
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise QDQError(f"{CELL_TIMEOUT_ENV}={text!r} must be a positive number of seconds (default "
+                       f"{DEFAULT_CELL_TIMEOUT_S:g})", arg=CELL_TIMEOUT_ENV)
+    return value
+
+
+def _within(seconds: float, fn):
+    """``fn()`` in a thread of its own: (True, its value) or, when it has not returned after ``seconds``,
+    (False, None); its exception is raised here."""
+    box: dict = {}
+
+    def body():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+    thread = threading.Thread(target=body, name="qdq-cell", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        return False, None
+    if "error" in box:
+        raise box["error"]
+    return True, box["value"]
+
+
+def _restart_worker(reason: str):
+    """Retire this worker once the current result is out (the scheduler moves its data elsewhere); its nanny
+    starts a fresh process. A device that hung keeps its thread; only a new process frees it."""
+    from distributed import get_worker
+    w = get_worker()
+    w.loop.call_later(1.0, w.close_gracefully, restart=True, reason=reason)
+
+
 def run_pair(entry: MatrixEntry, target: str, sizes, seed: int, prepared: Prepared, compiled: Compiled,
              identity: dict) -> Cell:
     """``entry`` on ``target`` on this worker's device, against the oracle's answers it came with. Whatever
-    fails here (the device, a bug) is an error cell that names the host and worker, never a lost cell."""
+    fails here (the device, a bug) is an error cell that names the host and worker, never a lost cell; a
+    device that does not answer within ``cell_timeout_s`` fails its cell and the worker restarts."""
     t0 = time.perf_counter()
     host, worker = where()
     if compiled.error:   # the compile failure is the cell (as in a local run); nothing to run
         return Cell(entry.name, target, "error", compiled.error, host=compiled.host, worker=compiled.worker)
+    device = ""
     try:
         _check_identity(identity)
         for item in compiled.shipped:
             execute.install(*item)
-        cell = run_cell(entry, target, sizes, seed, calls=prepared.cases)
         device = _device(target)
+        limit = cell_timeout_s()
+        answered, cell = _within(limit, lambda: run_cell(entry, target, sizes, seed, calls=prepared.cases))
+        if not answered:
+            cell = Cell(entry.name, target, "error", f"no answer from {device} after {limit:g} s "
+                        f"({CELL_TIMEOUT_ENV}); worker {worker} restarts", seconds=time.perf_counter() - t0)
+            _restart_worker(f"{target} did not answer within {limit:g} s")
     except Exception as e:  # noqa: BLE001 - reported as the cell's error, with where it happened
         cell = Cell(entry.name, target, "error", f"{type(e).__name__}: {' '.join(str(e).split())[:300]}",
                     seconds=time.perf_counter() - t0)
-        device = ""
     cell.host, cell.worker, cell.device = host, worker, device
     return cell
 

@@ -23,6 +23,7 @@ from ..validate.cells import Cell
 from ..validate.coverage import entry_coverage
 from ..validate.environment import environment
 from ..validate.progress import count, progress as show, stage
+from ..validate.selection import select_targets
 from . import engine, tasks
 
 ORPHAN_GRACE_S = 10.0   # a target with no live worker for this long fails its waiting cells (a nanny restarts in ~1 s)
@@ -40,23 +41,16 @@ def orphan_grace_s() -> float:
         raise QDQError(f"{ORPHAN_ENV}={text!r} must be a number of seconds >= 0 (default {ORPHAN_GRACE_S:g})",
                        arg=ORPHAN_ENV)
     return value
+
+
 _POLL_S = 0.2
 
 
-class ClusterExecutor:
+class ClusterExecutor(engine.Session):
     """The cluster behind ``address`` (``local:N`` starts one here): its workers, targets and placement."""
 
     def __init__(self, address: str, progress="off", min_workers: int = 1):
-        t0 = time.perf_counter()
-        self.address = address
-        self.client, self.local = engine.connect(address)
-        try:
-            self.identity = engine.software_identity()
-            self.workers = engine.survey(self.client, address, self.local is not None, min_workers)
-        except BaseException:
-            self.close()
-            raise
-        self.startup_s = time.perf_counter() - t0
+        super().__init__(address, min_workers)
         stage(f"cluster {address}: {count(len(self.workers), 'worker')} in {self.startup_s:.1f} s: "
               + "; ".join(f"{w['label']} runs {', '.join(w['runs']) or 'nothing'}" for w in self.workers.values()),
               progress)
@@ -69,25 +63,15 @@ class ClusterExecutor:
         return min(held, key=lambda r: (-held[r], r)) if held else None
 
     def select_targets(self, names):
-        """As ``validate.select_targets``, with "runs here" meaning "a worker of the cluster advertises it"."""
-        names = list(names or ["cpu"])
-        every = names == ["all"]
-        if "all" in names and not every:
-            raise QDQError(f"targets={','.join(names)!r}: 'all' stands alone (cpu and every other target a "
-                           f"worker runs), or name targets: {', '.join(T.TARGETS)}", arg="targets")
-        names = ["cpu"] + [n for n in T.TARGETS if n not in ("cpu", "cpu-host")] if every else \
-            [T.get(n).name for n in names]
-        run, skipped, compile_only = [], {}, []
-        for n in names:
-            if self._profile(engine.RUN, n):
-                run.append(n)
-                continue
-            skipped[n] = (f"no worker of the cluster {self.address} advertises it (workers: "
-                          + "; ".join(f"{w['label']}: {', '.join(w['runs']) or 'none'}" for w in self.workers.values())
-                          + ")")
-            if not every:   # named: still compiled, so a missing device does not hide a compile failure
-                compile_only.append(n)
-        return run, skipped, compile_only
+        """As a local run selects them (``validate.select_targets``), "runs here" meaning "a worker advertises it"."""
+        return select_targets(names, self._availability)
+
+    def _availability(self, target: str) -> tuple[bool, str]:
+        if self._profile(engine.RUN, target):
+            return True, ""
+        return False, (f"no worker of the cluster {self.address} advertises it (workers: "
+                       + "; ".join(f"{w['label']}: {', '.join(w['runs']) or 'none'}" for w in self.workers.values())
+                       + ")")
 
     def environment(self, run_on, skipped) -> dict:
         """The local environment, with the devices the workers report and the cluster's workers."""
@@ -99,17 +83,9 @@ class ClusterExecutor:
                     by_device.setdefault(w["devices"].get(t, "?"), []).append(w["label"])
             env["devices"][t] = "; ".join(f"{', '.join(labels)}: {d}" for d, labels in by_device.items())
         env["cluster"] = {"address": self.address, "startup_seconds": round(self.startup_s, 2),
-                          "workers": [{"worker": w["label"].split("/", 1)[1], "host": w["host"], "runs": w["runs"],
+                          "workers": [{"worker": w["name"], "host": w["host"], "runs": w["runs"],
                                        "devices": w["devices"]} for w in self.workers.values()]}
         return env
-
-    def close(self):
-        for part in (self.client, self.local):
-            if part is not None:
-                try:
-                    part.close()
-                except Exception:  # noqa: BLE001 - closing a cluster that is going away anyway
-                    pass
 
     # -- the run ----------------------------------------------------------------------------------------
     def cells(self, entries, run_on, compile_only, skipped, sizes, seed, progress):

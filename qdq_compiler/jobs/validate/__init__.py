@@ -17,6 +17,7 @@ A cell is "exact", "ulp N" (largest distance in units in the last place), "error
     run.py      run_validation (the whole run: targets, cells, reports), LocalExecutor (parallel compiles, then
                 the cells here; jobs/cluster's ClusterExecutor runs them on a Dask cluster), select_targets
     progress.py the stage headings and the bar or lines on stderr
+    selection.py select_targets: run, compile only, or skip (why); a cluster passes its own availability
     report.py   format_table, markdown, json_report, junit (each with the coverage and the environment)
 """
 from .cells import Cell, bound_calls, run_cell

@@ -22,7 +22,8 @@ from .coverage import entry_coverage
 from .environment import device_name, environment, golden_references, goldens_tf_versions, tf_version_text
 from .inputs import _shape_for
 from .matrix import build_matrix, shard as shard_of
-from .progress import PROGRESS_MODES, count as _count, progress as _progress, stage as _stage  # noqa: F401
+from .selection import select_targets
+from .progress import count as _count, progress as _progress, stage as _stage
 
 DEFAULT_SIZES = (1000, 70000)  # 70000 > 65535: the lavapipe loop limit for reductions
 
@@ -65,34 +66,6 @@ def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | 
                 f"{', ' + cfg.tuning if cfg.tuning else ''})"
             _progress(done, len(work), f"{how} {e.name}{view} for {t}", progress)
     return errors
-
-
-def select_targets(names: list[str] | None) -> tuple[list[str], dict[str, str], list[str]]:
-    """The targets to run, those skipped with their reasons, and the skipped ones named explicitly
-    (these are still compiled, so a missing device does not hide a compile failure).
-
-    ``names`` None (or empty): the default target, cpu (the quick start: 142 artifacts, about a minute
-    cold on 2 cores). ``["all"]``: cpu and every other target, the unavailable ones skipped and not
-    compiled.
-    """
-    if not names:
-        names = ["cpu"]
-    every = list(names) == ["all"]
-    if "all" in names and not every:
-        raise QDQError(f"targets={','.join(names)!r}: 'all' stands alone (cpu and every other available "
-                       f"target), or name targets: {', '.join(T.TARGETS)}", arg="targets")
-    names = ["cpu"] + [n for n in T.TARGETS if n not in ("cpu", "cpu-host")] if every else list(names)
-    run, skipped, compile_only = [], {}, []
-    for n in names:
-        t = T.get(n)
-        ok, why = t.availability()
-        if ok:
-            run.append(t.name)
-        else:
-            skipped[t.name] = why
-            if not every:
-                compile_only.append(t.name)
-    return run, skipped, compile_only
 
 
 def _write(path: str, text: str):
@@ -157,8 +130,8 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     """Validate the matrix of ``ops`` x ``dtypes`` (default: all) on ``targets``; the exit status (1: a mismatch).
 
     Prints the run's versions, host and devices, the table, the mismatches and a summary line on stdout
-    (skipped targets on stderr, and the progress there: ``progress`` is one of PROGRESS_MODES); writes the
-    JSON report, JUnit XML and Markdown (each with what every configuration covered) to the paths given.
+    (skipped targets on stderr, and the progress there: ``progress`` is one of progress.PROGRESS_MODES);
+    writes the JSON report, JUnit XML and Markdown (each with what every configuration covered) to the paths given.
     ``shard`` (i, n) runs the i-th of n slices of the matrix; ``jobs`` parallel compiles (0: one per core).
     ``cluster``: a Dask scheduler's address, or ``local:N`` (N worker processes here), to run the matrix on
     every worker's targets at once (``jobs/cluster``); the same report, each cell naming its host and worker;
