@@ -222,6 +222,9 @@ def cmd_validate(args):
         check_writable(getattr(args, option), f"--{option}")
     if args.jobs is not None and args.jobs < 1:
         raise QDQError(f"--jobs {args.jobs}: must be >= 1 (leave it out for one per core)", arg="--jobs")
+    if args.jobs is not None and args.cluster:
+        raise QDQError("--jobs applies to a local run; with --cluster the workers' threads (qdqc worker --nthreads) "
+                       "set how much runs at once", arg="--jobs")
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
     return run_validation(
         ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs or 0,

@@ -329,3 +329,27 @@ def test_a_device_that_does_not_answer_fails_its_cell_and_its_worker_restarts(la
     assert all("no answer from host CPU" in c["detail"] and "after 1e-06 s (QDQ_CLUSTER_CELL_TIMEOUT); worker "
                "hung-box restarts" in c["detail"] for c in cells), cells
     assert "MISMATCH cpu-host FakeQuantWithMinMaxArgs:f32:dynamic at " in out.stdout
+
+
+def test_jobs_is_a_local_runs_option(capsys):
+    from qdq_compiler import cli
+    assert cli.main(["validate", "--cluster", "local:2", "--jobs", "2"]) == 2
+    assert "--jobs applies to a local run" in capsys.readouterr().err
+
+
+def test_a_target_runs_under_the_profile_most_of_its_workers_share():
+    """Three cpu workers, two of one x86-64 profile (say AVX-512) and one of another: the cpu tasks ask for the
+    two's resources, so no artifact runs on a CPU it was not built for; a target nobody runs is skipped."""
+    from qdq_compiler.jobs.cluster.validate import ClusterExecutor
+    ex = object.__new__(ClusterExecutor)   # the placement rules alone, without a cluster
+    ex.address = "tcp://lab:8786"
+    ex.workers = {a: {"label": f"h/{a}", "runs": ["cpu"],
+                      "resources": {f"qdq-run:cpu:{p}": 1, f"qdq-build:cpu:{p}": 64}}
+                  for a, p in (("w1", "v4"), ("w2", "v3"), ("w3", "v4"))}
+    assert ex._profile(engine.RUN, "cpu") == "qdq-run:cpu:v4"
+    assert ex._profile(engine.BUILD, "cpu") == "qdq-build:cpu:v4"
+    run, skipped, compile_only = ex.select_targets(["cpu", "vulkan"])
+    assert run == ["cpu"] and compile_only == ["vulkan"]
+    assert skipped["vulkan"] == ("no worker of the cluster tcp://lab:8786 advertises it "
+                                 "(workers: h/w1: cpu; h/w2: cpu; h/w3: cpu)")
+    assert ex.select_targets(["all"])[2] == []   # 'all': the others are skipped, not compiled
