@@ -318,7 +318,8 @@ def test_a_device_that_does_not_answer_fails_its_cell_and_its_worker_restarts(la
         out = subprocess.run([sys.executable, "-m", "qdq_compiler", "validate", "--cluster", address, "--targets",
                               "cpu-host", "--ops", "FakeQuantWithMinMaxArgs", "--dtypes", "f32", "--sizes", "100",
                               "--report", str(tmp_path / "h.json"), "--no-progress"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=DEADLINE_S, env=dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "c")))
+                             text=True, timeout=DEADLINE_S,   # a slow restart is no orphan: grace 60 s
+                             env=dict(os.environ, QDQ_CACHE_DIR=str(tmp_path / "c"), QDQ_CLUSTER_ORPHAN_S="60"))
         _wait_for(lambda: {a for a, w in client.scheduler_info()["workers"].items()
                            if w.get("name") == "hung-box"} - first, "hung-box to come back as a new process")
     finally:

@@ -129,6 +129,7 @@ class Limits:
 
 
 FMA_UNITS = ("emulated", "hardware", "host")
+HOST_CPU_DRIVERS = ("local-sync", "local-task")   # IREE's drivers that run on the host's own cores
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,11 @@ class Target:
                 not isinstance(self.multiply_add, MultiplyAdd):
             raise TypeError(f"target {self.name}: limits, quirks and multiply_add must be Limits, Quirks and "
                             "MultiplyAdd records")
+
+    @property
+    def runs_on_host_cpu(self) -> bool:
+        """Whether its programs run on the host's cores (as many processes as like), not on one device."""
+        return self.driver in HOST_CPU_DRIVERS
 
     def fma_units(self) -> tuple[str, ...]:
         """The ways this target can compute a fused multiply-add on this machine, the fastest first."""

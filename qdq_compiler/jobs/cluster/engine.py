@@ -147,15 +147,26 @@ def connect_timeout_s() -> float:
 
 def connect(address: str):
     """(client, local cluster or None): a client of the scheduler at ``address``, or of a cluster of N worker
-    processes on this machine started for it (``local:N``: one thread each, this host's resources)."""
+    processes on this machine started for it (``local:N``: one thread each; worker 0 runs every target
+    here, the others the host-CPU ones)."""
     kind, n = parse_address(address)
     distributed = require_distributed()
     import logging
     if kind == "local":
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+        # One host, one of each device: worker 0 runs every target here; the others run those on the host's
+        # cores (two lavapipe devices at once, each polling on two threads, ran Vulkan's cells 5x slower)
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                            dashboard_address=":0", resources=resources(),
                                            silence_logs=logging.ERROR)
-        return distributed.Client(cluster), cluster
+        on_cores = [t for t in advertised_targets() if T.get(t).runs_on_host_cpu]
+        first = cluster.worker_spec[0]
+        for i in range(1, n):
+            cluster.worker_spec[i] = {"cls": first["cls"], "options": {**first["options"],
+                                                                      "resources": resources(on_cores)}}
+        cluster.sync(cluster._correct_state)
+        client = distributed.Client(cluster)
+        client.wait_for_workers(n)
+        return client, cluster
     try:
         client = distributed.Client(address, timeout=f"{connect_timeout_s()}s")
     except (OSError, TimeoutError) as e:

@@ -102,6 +102,9 @@ class ClusterExecutor(engine.Session):
         for t in run_on + compile_only:
             build = {self._profile(engine.BUILD, t): 1}
             where = {self._profile(engine.RUN, t): 1, engine.DEVICE: 1} if t in run_on else None
+            # a device that closes when idle (Limits.idle_device_s: lavapipe's keeps two threads polling while
+            # open) runs its cells first, back to back, while the other workers take the rest
+            first = T.get(t).limits.idle_device_s is not None
             for e in entries:
                 if T.get(t).dtype_gap(e.dtype):
                     continue
@@ -110,7 +113,7 @@ class ClusterExecutor(engine.Session):
                 pending[comp.key] = ("compile", (e.name, t), comp)
                 if where:
                     f = c.submit(tasks.run_pair, e, t, sizes, seed, prepared[e.name], comp, self.identity,
-                                 key=f"run {t} {e.name} {run_id}", resources=where, priority=20)
+                                 key=f"run {t} {e.name} {run_id}", resources=where, priority=25 if first else 20)
                     pending[f.key] = ("run", (e.name, t), f)
                     n_runs += 1
         del prepared   # the scheduler keeps a result while a task waits for it; the driver holds only pending ones
