@@ -133,16 +133,23 @@ def parse_address(address: str) -> tuple[str, int]:
 CONNECT_ENV = "QDQ_CLUSTER_TIMEOUT"
 
 
+def env_seconds(name: str, default: float, *, zero_ok: bool = False) -> float:
+    """The number of seconds the environment variable ``name`` sets, else ``default``; anything but a positive
+    number (or 0 with ``zero_ok``) is a QDQError naming it."""
+    text = os.environ.get(name, "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 if zero_ok else value > 0) or value == float("inf"):
+        raise QDQError(f"{name}={text!r} must be a number of seconds {'>= 0' if zero_ok else '> 0'} "
+                       f"(default {default:g})", arg=name)
+    return value
+
+
 def connect_timeout_s() -> float:
     """How long to try reaching a scheduler: QDQ_CLUSTER_TIMEOUT seconds, else 20."""
-    text = os.environ.get(CONNECT_ENV, "").strip()
-    try:
-        value = float(text) if text else 20.0
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise QDQError(f"{CONNECT_ENV}={text!r} must be a positive number of seconds (default 20)", arg=CONNECT_ENV)
-    return value
+    return env_seconds(CONNECT_ENV, 20.0)
 
 
 def connect(address: str):

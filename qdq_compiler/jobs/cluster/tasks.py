@@ -7,7 +7,6 @@ a worker of another version would compute other programs or another oracle, so i
 from __future__ import annotations
 
 import functools
-import os
 import socket
 import threading
 import time
@@ -111,15 +110,7 @@ def _device(target: str) -> str:
 
 def cell_timeout_s() -> float:
     """How long this worker's device may take over one cell: QDQ_CLUSTER_CELL_TIMEOUT seconds, else 900."""
-    text = os.environ.get(CELL_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(text) if text else DEFAULT_CELL_TIMEOUT_S
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise QDQError(f"{CELL_TIMEOUT_ENV}={text!r} must be a positive number of seconds (default "
-                       f"{DEFAULT_CELL_TIMEOUT_S:g})", arg=CELL_TIMEOUT_ENV)
-    return value
+    return engine.env_seconds(CELL_TIMEOUT_ENV, DEFAULT_CELL_TIMEOUT_S)
 
 
 def _within(seconds: float, fn):

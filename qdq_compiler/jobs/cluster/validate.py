@@ -10,7 +10,6 @@ worker and device.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
@@ -18,7 +17,6 @@ from collections import Counter
 
 from ... import execute
 from ... import targets as T
-from ...errors import QDQError
 from ..validate.cells import Cell
 from ..validate.coverage import entry_coverage
 from ..validate.environment import environment
@@ -32,15 +30,7 @@ ORPHAN_ENV = "QDQ_CLUSTER_ORPHAN_S"
 
 def orphan_grace_s() -> float:
     """How long a target may have no live worker before its waiting cells fail: QDQ_CLUSTER_ORPHAN_S, else 10."""
-    text = os.environ.get(ORPHAN_ENV, "").strip()
-    try:
-        value = float(text) if text else ORPHAN_GRACE_S
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise QDQError(f"{ORPHAN_ENV}={text!r} must be a number of seconds >= 0 (default {ORPHAN_GRACE_S:g})",
-                       arg=ORPHAN_ENV)
-    return value
+    return engine.env_seconds(ORPHAN_ENV, ORPHAN_GRACE_S, zero_ok=True)
 
 
 _POLL_S = 0.2
