@@ -156,3 +156,19 @@ def test_only_contraction_free_programs_change_level():
     else:
         assert t.level_for(mx) == t.compile_flags
     assert targets.get("vmvx").level_for(mx) == targets.get("vmvx").compile_flags
+
+
+def test_short_block_programs_take_wider_distribution_tiles():
+    """MX's programs (Rules.short_block_reductions) take the cpu target's short_block_flags, after any tuning's
+    (the last of one name wins, once in the flags: long-rows' 16,384-element tiles gave one workgroup the whole
+    tensor); other families and targets do not."""
+    t = targets.get("cpu")
+    mx = OpConfig.make("MXFakeQuantize", {"axis": 1}, "float32", "?x?x?", "cpu", "runtime", "ocp", tuning="long-rows")
+    flags = t.program_flags(mx)
+    sizes = [f for f in flags if f.startswith("--iree-llvmcpu-distribution-size=")]
+    assert sizes == list(t.short_block_flags[:1]) and len(set(flags)) == len(flags)
+    tf = OpConfig.make("FakeQuantWithMinMaxArgs", {}, "float32", "?", "cpu", "runtime", None)
+    assert not set(t.short_block_flags) & set(t.program_flags(tf))
+    vmvx = OpConfig.make("MXFakeQuantize", {}, "float32", "?x?", "vmvx", "runtime", "ocp")
+    assert targets.get("vmvx").program_flags(vmvx) == ()
+    assert targets.merge_flags(("--a=1", "--b"), ("--a=2",)) == ("--b", "--a=2")

@@ -78,10 +78,10 @@ def _torchao_unsupported(spec) -> str:
 
 FAMILY.rules_by_semantics = {
     "ocp": Rules(_oracle("ocp"), "mx_fake_quant.mlir.j2", DTYPES, check=_ocp_check, arithmetic=OCP_ARITH,
-                 params=_keys, contraction_free=True),
+                 params=_keys, contraction_free=True, short_block_reductions=True),
     "torchao": Rules(_oracle("torchao"), "mx_fake_quant.mlir.j2", ("float32",), check=_torchao_check,
                      dtype_hint=_float32_only, arithmetic=TORCHAO_ARITH, answers_variant=_torchao_has,
-                     unsupported=_torchao_unsupported, contraction_free=True),
+                     unsupported=_torchao_unsupported, contraction_free=True, short_block_reductions=True),
 }
 
 _DEFAULTS = (("block_size", None), ("axis", -1), ("scale_rule", "floor"), ("rounding", "nearest"), ("seed", 0))

@@ -59,6 +59,9 @@ class Rules:
                                       (macro rnd), not only the op's outputs
     contraction_free                  the template has no multiply-add for a CPU to contract (checked by
                                       tests/test_cpu_level.py on the compiled dispatches)
+    short_block_reductions            the program reduces many short blocks (MX's 16 or 32 elements) and
+                                      rewrites each block's elements: the target's code generation for such
+                                      programs (Target.short_block_flags) applies
     fused_multiply_add(spec, attrs, dtype)  whether the program rounds multiply-adds once (macro fma): the
                                       target then says how (Target.multiply_add), and the choice is part of
                                       the configuration (OpConfig.fma) and so of the cache key
@@ -75,5 +78,6 @@ class Rules:
     round_each_op: bool = False
     contraction_free: bool = False   # no float multiply feeds an add in the template: a CPU's FMA unit cannot change
     #   its bits, so it may compile at the host's widest level (Target.contraction_free_level: AVX-512 on x86-64)
+    short_block_reductions: bool = False
     answers_variant: Callable = _any_variant   # (spec, structural attrs) -> whether this semantics answers them
     #   (onnxruntime has no float4 kernel): the validation matrix leaves out the rest

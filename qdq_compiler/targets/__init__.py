@@ -41,12 +41,26 @@ MIXED_WIDTH_FUSION = ("--iree-dispatch-creation-enable-aggressive-fusion",)
 
 def fusion_flags(spec, dtype: str) -> tuple[str, ...]:
     """MIXED_WIDTH_FUSION for an op whose data-shaped results (spec.Output, layout "data") differ in element width
-    in a ``dtype`` program; else none."""
+    in a ``dtype`` program, or that returns a per-block result beside a data-shaped one (MX's quantize: the element
+    codes and the scales; without it the block amax is written, x read twice, 8.1 -> 6.1 ms at 2^24); else none."""
     data_results = [r for r in spec.results if r.layout == "data"]
+    if data_results and any(r.layout == "blocks" for r in spec.results):
+        return MIXED_WIDTH_FUSION
     if len(data_results) < 2:
         return ()
     widths = {_dtypes.get(dtype).np.itemsize if r.dtype == "T" else _np.dtype(r.dtype).itemsize for r in data_results}
     return MIXED_WIDTH_FUSION if len(widths) > 1 else ()
+
+
+def merge_flags(*groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags of ``groups`` in order, a later ``--name=value`` replacing an earlier one of the same name (as
+    iree-compile reads them): one spelling of each artifact's flags, for its cache key."""
+    out: dict[str, str] = {}
+    for flag in (f for g in groups for f in g):
+        name = flag.split("=", 1)[0]
+        out.pop(name, None)
+        out[name] = flag
+    return tuple(out.values())
 
 
 @dataclass(frozen=True)
@@ -178,6 +192,10 @@ class Target:
     # the level flags (replacing the target's) of a program with no multiply-add to contract (Rules.contraction_free):
     # the cpu target's AVX-512 where this host has it; in-process artifacts only (a bundle's cpu level is its own)
     contraction_free_level: tuple[str, ...] = ()
+    # the extra flags of a program that reduces many short blocks (Rules.short_block_reductions, MX): llvm-cpu's
+    # default distribution gives a workgroup 32 blocks (1,024 elements), and 16,384 workgroups cost more than
+    # the work at 2^24
+    short_block_flags: tuple[str, ...] = ()
     is_reference = False
 
     def __post_init__(self):
@@ -211,9 +229,11 @@ class Target:
             self.contraction_free_level
 
     def program_flags(self, cfg) -> tuple[str, ...]:
-        """The flags of ``cfg``'s program beyond the target's own: its tuning, how it multiply-adds, and the fusion
-        its results need (``fusion_flags``)."""
-        return self.tuning_flags(cfg.tuning) + self.fma_flags(cfg.fma) + fusion_flags(cfg.spec, cfg.dtype)
+        """The flags of ``cfg``'s program beyond the target's own: its tuning, how it multiply-adds, the fusion its
+        results need (``fusion_flags``) and the code generation of short blocks (the last of one name wins)."""
+        blocks = self.short_block_flags if cfg.spec.family.rules(cfg.semantics).short_block_reductions else ()
+        return merge_flags(self.tuning_flags(cfg.tuning), self.fma_flags(cfg.fma), fusion_flags(cfg.spec, cfg.dtype),
+                           blocks)
 
     def dtype_gap(self, dtype: str) -> str:
         """Why this target cannot run ``dtype`` ('' when it can)."""
@@ -334,6 +354,11 @@ _LLVM_CPU_QUIRKS = Quirks(roundeven_is_slow=True, single_chain_reductions=True)
 # IREE tiles a dynamic 2-D or 3-D element-wise pass [64, 64, ...]: 64 short strided row pieces per
 # workgroup; long rows want whole rows per tile (split-rows' template also reduces its rows in two passes).
 _LONG_ROW_FLAGS = ("--iree-llvmcpu-distribution-size=16384", "--iree-llvmcpu-target-vector-width-in-bytes=64")
+# MX's blocks (Rules.short_block_reductions): 1,024-element distribution tiles (1,024 blocks of a last-axis
+# [2^18, 64] per workgroup, 512 workgroups at 2^24 instead of 16,384); measured at 2^24 with iree-benchmark-module,
+# fake_quantize MXFP8 12.5 -> 9.0 ms (last axis), 17.4 -> 12.1 ms (blocks along the middle of [1, 4096, 4096],
+# where long-rows' 16,384 gave one workgroup the whole tensor); 256 and 4096 were slower or no faster
+_SHORT_BLOCK_FLAGS = ("--iree-llvmcpu-distribution-size=1024",)
 # split-columns changes the template only (its reductions' partials), not the code generation.
 _LLVM_CPU_TUNINGS = (("long-rows", _LONG_ROW_FLAGS), ("split-rows", _LONG_ROW_FLAGS), ("split-columns", ()))
 # (unfused_middle_reductions: measured on lavapipe; CUDA's code generation is not measured, so it keeps the barrier)
@@ -353,6 +378,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            + ": bit-exact",
            quirks=_LLVM_CPU_QUIRKS,
            tunings=_LLVM_CPU_TUNINGS, caller_storage=True, contraction_free_level=contraction_free_level(),
+           short_block_flags=_SHORT_BLOCK_FLAGS,
            # tf-xla's FMAs on the host's unit (IREE's CPU threads run with FTZ/DAZ, as XLA's): the same bits
            # as the emulation, several times faster. Only programs that round multiply-adds once get +fma:
            # IREE marks every float op 'contract', so the unit fuses any multiply-add of the program. +fma
@@ -365,6 +391,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            ("--iree-llvmcpu-target-cpu=host",),
            "llvm-cpu tuned for this machine's CPU; FMA contraction may change the last bit",
            bit_exact=False, quirks=_LLVM_CPU_QUIRKS, caller_storage=True, multiply_add=MultiplyAdd("host"),
+           short_block_flags=_SHORT_BLOCK_FLAGS,
            deviation="IREE marks float ops 'contract': with FMA, a*b+c is rounded once (HALF_UP, FakeQuant)"),
     Target("vmvx", "vmvx", "local-sync", (), "IREE's portable VM-based CPU backend (reference)",
            limits=Limits(narrow_reductions=False),
