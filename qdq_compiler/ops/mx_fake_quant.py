@@ -232,7 +232,7 @@ class MXFakeQuant(Family):
         if e is MXN.NVFP4:   # its own helper (templates/nvfp4_blocks.mlir.j2) reads none of the E8M0 rules' values
             return {"kind": spec.variant.kind, "nvfp4": True, "code_type": storage.get("float4_e2m1fn"), "elem": e,
                     "block_size": attrs["block_size"], "rule": "", "stochastic": False, "ragged": attrs["ragged"],
-                    "row": None}
+                    "row": None, "bounds": ()}
         return {"nvfp4": False, "kind": spec.variant.kind, "elem": e, "row": ELEM_GRIDS[attrs["elem"]],
                 "code_type": storage.get(MXO.STORAGE[attrs["elem"]]), "block_size": attrs["block_size"],
                 "rule": attrs.get("scale_rule", "floor"), "stochastic": attrs.get("rounding") == "stochastic",
@@ -241,7 +241,10 @@ class MXFakeQuant(Family):
                 # RCEIL: amax at least thr_normal gives a normal amax / max; below it, amax at least thr_one gives
                 # code 1 (torchao's ceil(log2(d)) = -126 for d > 2^-127 (1 + 11 * 2^-22)), else code 0
                 "thr_normal": MXN.threshold(e.max_value, 0x00800000), "thr_one": MXN.threshold(e.max_value, 0x0040000C),
-                "nan_pos": MXN.nan_decoded(e, 0x7F), "nan_neg": MXN.nan_decoded(e, 0xFF)}
+                "nan_pos": MXN.nan_decoded(e, 0x7F), "nan_neg": MXN.nan_decoded(e, 0xFF),
+                # quantize to nearest of a format with few magnitudes (FP4): the codes as counts of boundaries below
+                "bounds": MXN.rounding_boundaries(e) if spec.variant.kind == "quantize"
+                and attrs.get("rounding") != "stochastic" else ()}
 
     def matrix_variants(self, spec):
         """Each element format under each scale rule (24), blocks along the last axis or a middle one, a ragged

@@ -258,3 +258,19 @@ def nan_decoded(e: Elem, code: int) -> int:
     if not e.is_fp8:
         return 0x7FC00000
     return int(np.asarray([code], np.uint8).view(e.np_type).astype(F32).view(U32)[0]) | 0x400000
+
+
+def rounding_boundaries(e: Elem, most: int = 7) -> tuple[int, ...]:
+    """The float32 bits c_i with code(|q|) = #{i: bits(|q|) > c_i}: q rounded to ``e``'s magnitudes to nearest even
+    and saturated, as a count of the boundaries below it; () where there are more than ``most`` (the compiled
+    quantize compares against each one: FP4's 7, not FP6's 31). A tie between magnitude codes i and i + 1 goes to
+    the even one: up (q >= m, bits(m) - 1) where i is odd, down (q > m, bits(m)) where i is even."""
+    if e.np_type is None:   # MXINT8's 128 magnitudes
+        return ()
+    codes = np.arange(1 << (e.ebits + e.mbits), dtype=np.uint8)
+    values = codes.view(e.np_type).astype(np.float64)
+    finite = values[np.isfinite(values) & (values >= 0)]
+    if len(finite) - 1 > most:
+        return ()
+    mids = ((finite[:-1] + finite[1:]) / 2).astype(F32).view(U32).astype(np.int64)   # exact: few-bit halves
+    return tuple(int(m) - (i % 2) for i, m in enumerate(mids))
