@@ -270,8 +270,10 @@ def _op_args(p, target_default="cpu"):
                                                    "'qdqc ops')")
     p.add_argument("--shape", default="?", help="dims joined by x, '?' = dynamic (default '?'; 'scalar' = rank 0)")
     p.add_argument("--target", default=target_default, help="cpu (default), cpu-host, vmvx, vulkan, cuda")
-    p.add_argument("--params", default="baked", choices=("baked", "runtime"),
-                   help="numeric attributes as constants (default) or trailing 0-d arguments")
+    p.add_argument("--params", default="baked", choices=("baked", "runtime", "arguments"),
+                   help="numeric attributes as constants (default) or trailing 0-d arguments: 'arguments' with "
+                        "the results returned, 'runtime' as the Python path compiles them (results into caller "
+                        "storage on cpu)")
     p.add_argument("--tuning", default="",
                    help="a code-generation tuning of the target, as the Python path asks for by the data's shape "
                         "(cpu: long-rows, split-rows, split-columns; default none)")

@@ -2,9 +2,11 @@
 
 Attributes that change the program's structure (range source, rounding, axis, rank) are always part
 of the config. Numeric attributes (num_bits, narrow_range, signed_input, Args' min/max) are either
-baked in as constants (``params="baked"``, what bundles ship) or passed at run time as trailing 0-d
+baked in as constants (``params="baked"``, what bundles ship by default) or passed at run time as trailing 0-d
 arguments (``params="runtime"``, the default of the Python path: one artifact serves every num_bits,
-which costs nothing on a memory-bound op and saves a compile per attribute value).
+which costs nothing on a memory-bound op and saves a compile per attribute value; its data-shaped results are
+written into caller storage on CPU targets). ``params="arguments"`` passes them at run time too, with the plain
+signature (results returned): a bundle entry whose parameters change per call (MX's stochastic seed).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from . import semantics as _semantics
 from .errors import Checker, QDQError
 from .validation import bind, check_attr
 
-PARAM_MODES = ("runtime", "baked")
+PARAM_MODES = ("runtime", "baked", "arguments")
 
 
 def parse_shape(text: str | tuple | list) -> tuple[int | None, ...]:

@@ -339,10 +339,33 @@ def test_tuned_cpu_build(tmp_path):
     ({"targets": ["tpu"], "entries": [{"op": "FakeQuantWithMinMaxArgs"}]}, "unknown target"),
     ({"entries": []}, "non-empty"),
     ({"entries": [{"op": "FakeQuantWithMinMaxArgs", "targets": ["vmvx"]}]}, "not one of the bundle's targets"),
+    ({"entries": [{"op": "FakeQuantWithMinMaxArgs", "params": "runtime"}]}, "params='runtime'; allowed: 'baked', "
+                                                                           "'arguments'"),
 ])
 def test_config_errors(cfg, match):
     with pytest.raises(QDQError, match=match):
         B.parse_config(cfg)
+
+
+def test_an_entry_with_arguments_takes_its_numeric_attributes_per_call(tmp_path):
+    """params = "arguments": TF's num_bits, min and max are arguments of each call (the config's values the
+    defaults), the plain signature (results returned, no caller storage), the oracle's bits for each; a structural
+    attribute stays baked."""
+    cfg = {"targets": ["cpu", "vmvx"], "entries": [
+        {"name": "fq", "op": "FakeQuantWithMinMaxArgs", "attrs": {"min": -1.0, "max": 1.0}, "params": "arguments"}]}
+    r = B.build_bundle(cfg, tmp_path / "b")
+    rec = r.manifest["artifacts"][0]
+    assert rec["params"] == "arguments" and len(rec["function"]["inputs"]) > 1
+    from qdq_compiler.jobs.bundle.signature import check_module
+    module = check_module((tmp_path / "b" / rec["file"]).read_bytes(), rec["function"], rec["file"])
+    assert "hal.buffer" not in module.lookup_function("FakeQuantWithMinMaxArgs").reflection["iree.abi.declaration"]
+    x = np.linspace(-3, 3, 257, dtype=np.float32)
+    for target in ("cpu", "vmvx"):
+        fq = q.load_bundle(tmp_path / "b", target=target).fq
+        assert fq.arguments >= {"min", "max", "num_bits", "narrow_range"}
+        for kw in ({}, {"num_bits": 4}, {"min": -2.5, "max": 0.5, "narrow_range": True}):
+            want = q.oracle.raw_ops.FakeQuantWithMinMaxArgs(inputs=x, **{"min": -1.0, "max": 1.0, **kw})
+            assert np.array_equal(fq(inputs=x, **kw).view(np.uint32), want.view(np.uint32)), (target, kw)
 
 
 def test_example_config_parses():

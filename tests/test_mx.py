@@ -253,3 +253,12 @@ def test_a_bundle_of_mx_programs_answers_as_the_namespace(tmp_path):
     with pytest.raises(QDQError, match="70 elements along axis 1, not a multiple of block_size 32; this program was "
                                        "built with ragged=False"):
         b.act_mxfp8(x=v)
+    # params "arguments": the seed is an argument of each call (its two words after x), the rest stays baked
+    sr = b.grad_mxfp4_sr
+    assert [i["name"] for i in sr.function["inputs"]] == ["x", "key0", "key1"] and sr.arguments == {"seed"}
+    for seed in (0, 7, 2 ** 64 - 1):
+        want = q.oracle.mx.fake_quantize(x, "mxfp4_e2m1", rounding="stochastic", seed=seed)
+        assert np.array_equal(_bits(sr(x=x, seed=seed)), _bits(want)), seed
+    assert not np.array_equal(_bits(sr(x=x, seed=1)), _bits(sr(x=x)))
+    with pytest.raises(QDQError, match="attribute scale_rule='ceil' differs from the value baked"):
+        sr(x=x, seed=3, scale_rule="ceil")

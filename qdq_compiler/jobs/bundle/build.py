@@ -121,7 +121,7 @@ def build_bundle(config, out, *, targets: Sequence[str] | str | None = None, tar
 
     def one(job):
         e, t = job
-        oc = OpConfig.make(e.op, dict(e.attrs), e.dtype, e.shape, t, "baked", e.semantics)
+        oc = OpConfig.make(e.op, dict(e.attrs), e.dtype, e.shape, t, e.params, e.semantics)
         mlir = emit.render(oc)
         flags = flags_of(t) + T.get(t).program_flags(oc)
         t0 = time.perf_counter()
@@ -182,6 +182,7 @@ def _write(staging: Path, results, tlist, cfg, cpu, flags_of, version, revision,
         tgt = T.get(t)
         art = {
             "name": e.name, "op": e.op, "attrs": dict(oc.attrs), "dtype": e.dtype, "semantics": e.semantics,
+            "params": e.params,
             "shape": list(oc.shape), "function": function_signature(oc),
             "target": t, "backend": tgt.backend, "driver": tgt.driver,
             "file": fname, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),

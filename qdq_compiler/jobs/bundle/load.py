@@ -6,6 +6,7 @@ driver or device, or, for ``cpu`` artifacts, a CPU that lacks a feature the buil
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -17,14 +18,14 @@ import numpy as np
 
 from ... import dtypes
 from ... import ops as R
-from ... import execute, runtime
+from ... import emit, execute, runtime
 from ... import targets as T
 from ...config import OpConfig, format_shape
 from ...targets.cpu import detect_host_cpu_features, is_x86_64
 from ...errors import BundleError, QDQError, QDQTypeError
 from ...opfuncs import pack
 from ...validation import bind
-from .schema import MANIFEST, NAME_RE, SCHEMA, SCHEMA_VERSION
+from .schema import ENTRY_PARAMS, MANIFEST, NAME_RE, SCHEMA, SCHEMA_VERSION
 from .signature import check_module
 
 
@@ -46,8 +47,10 @@ class BundleEntry:
     """One artifact of a loaded bundle, called like the raw op: ``entry(inputs=x, min=lo, max=hi)``.
 
     Attributes are baked into the artifact (``entry.attrs``); passing one is allowed only with the
-    baked value. Inputs are validated as ``qdq_compiler.raw_ops`` validates them (QDQError), then
-    checked against the artifact's dtype and static dims. Multi-output ops return a namedtuple.
+    baked value, except, in an entry built with ``params = "arguments"``, the numeric ones (``entry.arguments``:
+    MX's seed, TF's num_bits and range), which each call may set (the recorded value is the default).
+    Inputs are validated as ``qdq_compiler.raw_ops`` validates them (QDQError), then checked against the
+    artifact's dtype and static dims. Multi-output ops return a namedtuple.
     """
 
     def __init__(self, bundle: "Bundle", record: dict, data: bytes):
@@ -64,17 +67,24 @@ class BundleEntry:
         self.bit_exact: bool = bool(record.get("bit_exact", True))
         self._ready = None
         spec = self._spec = R.get(self.op)
+        self.params: str = record.get("params", "baked")
+        # the attributes each call may set: the numeric ones, where they are the artifact's arguments
+        self.arguments = frozenset() if self.params == "baked" else \
+            frozenset(spec.attr_map) - spec.family.structural(spec)
         self._np_dtype = dtypes.get(self.dtype).np
-        # (name, static dims, widened on the host) of each input, in the function's order
-        self._inputs = [(d["name"], d["shape"], d["dtype"] == "float32") for d in self.function["inputs"]]
+        # (name, static dims, widened on the host) of each of the op's inputs, in the function's order (then the
+        # parameters of an entry with arguments)
+        self._inputs = [(d["name"], d["shape"], d["dtype"] == "float32")
+                        for d in self.function["inputs"][:len(spec.inputs)]]
         kw = inspect.Parameter.KEYWORD_ONLY
         params = [inspect.Parameter(i.name, kw) for i in spec.inputs]
         params += [inspect.Parameter(a.name, kw, default=self.attrs[a.name]) for a in spec.attrs]
         self.__signature__ = inspect.Signature(params + [inspect.Parameter("name", kw, default=None)])
         ins = ", ".join(f"{i['name']}: {i['type']}" for i in self.function["inputs"])
         outs = ", ".join(f"{o['name']}: {o['type']}" for o in self.function["outputs"])
-        baked = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items())
-        self.__doc__ = f"{self.op} [{baked}] on {self.target}: ({ins}) -> ({outs})"
+        baked = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items() if k not in self.arguments)
+        per_call = f"; per call: {', '.join(sorted(self.arguments))}" if self.arguments else ""
+        self.__doc__ = f"{self.op} [{baked}{per_call}] on {self.target}: ({ins}) -> ({outs})"
 
     def __repr__(self):
         ins = ", ".join(f"{i['name']}: {i['type']}" for i in self.function["inputs"])
@@ -82,7 +92,7 @@ class BundleEntry:
 
     def _plan(self) -> execute.Plan:
         """The entry's plan for the one executor (execute.run_plan): its function, no host parameters (the
-        attributes are baked), the caller's shapes as they are."""
+        attributes are baked; with arguments, __call__ adds the call's), the caller's shapes as they are."""
         if self._ready is None:
             t = T.get(self.target)
             fn = runtime.load(self._bundle.driver, "bundle:" + self.sha256, self._data, self.function["name"],
@@ -96,7 +106,7 @@ class BundleEntry:
         spec = self._spec
         kwargs.pop("name", None)
         for a in spec.attrs:
-            if a.name in kwargs:
+            if a.name in kwargs and a.name not in self.arguments:
                 v = kwargs.pop(a.name)
                 baked = self.attrs[a.name]
                 same = (v == baked) if not isinstance(baked, float) else \
@@ -115,7 +125,7 @@ class BundleEntry:
                     continue
                 if arr.dtype.kind in "fiu":
                     kwargs[inp.name] = arr.astype(dtype)
-        merged = {**kwargs, **self.attrs}
+        merged = {**self.attrs, **kwargs}   # (kwargs: the inputs, and the attributes the call may set)
         if spec.namespace != "tf":   # the framework's argument kinds (aten: a Python float scale, [1] qparams)
             merged = spec.family.public_arguments(spec, merged)
         call = bind(self.op, merged, semantics=self.semantics)
@@ -127,7 +137,11 @@ class BundleEntry:
             if arr.ndim != len(want) or any(w is not None and w != d for w, d in zip(want, arr.shape)):
                 raise QDQError(f"input {name} has shape {list(arr.shape)}; bundle entry {self.name!r} takes "
                                f"{format_shape(want)} ('?' = any size)", op=self.op, arg=name)
-        outs = execute.run_plan(call, self._plan())
+        plan = self._plan()
+        if self.arguments:   # the call's parameters, computed on the host as the Python path computes them
+            plan = dataclasses.replace(plan, params=tuple(runtime.Constant(v) for _, _, v in emit.param_values(
+                spec, dict(call.attrs), call.dtype_name, call.semantics)))
+        outs = execute.run_plan(call, plan)
         return pack(self.op, outs if spec.namespace == "tf" else spec.family.public_results(spec, call, outs))
 
 
@@ -227,7 +241,9 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
         if not ok:
             raise BundleError(f"{mpath}: the record of {f} is malformed", arg="bundle")
         try:
-            OpConfig.make(a["op"], a["attrs"], a["dtype"], a["shape"], a["target"], "baked",
+            if a.get("params", "baked") not in ENTRY_PARAMS:
+                raise QDQError(f"params={a['params']!r}; allowed: {', '.join(ENTRY_PARAMS)}", arg="params")
+            OpConfig.make(a["op"], a["attrs"], a["dtype"], a["shape"], a["target"], a.get("params", "baked"),
                           a.get("semantics", "tf-cpu"))
         except QDQError as e:
             raise BundleError(f"{mpath}: the record of {f} is not a valid configuration: {e}", arg="bundle") from None

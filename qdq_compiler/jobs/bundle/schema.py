@@ -26,7 +26,9 @@ DEFAULT_TARGETS = ("cpu",)
 
 # Entry names become file names (<name>.<target>.vmfb): no path separators, no leading dot.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_ENTRY_KEYS = ("name", "op", "attrs", "dtype", "shape", "targets", "semantics")
+_ENTRY_KEYS = ("name", "op", "attrs", "dtype", "shape", "targets", "semantics", "params")
+# An entry's numeric attributes: baked into the artifact, or arguments of each call (config.PARAM_MODES)
+ENTRY_PARAMS = ("baked", "arguments")
 _TOP_KEYS = ("schema_version", "name", "targets", "target_cpu", "entries")
 
 
@@ -40,6 +42,7 @@ class Entry:
     shape: tuple
     targets: tuple[str, ...] | None = None
     semantics: str = SEM.DEFAULT
+    params: str = "baked"
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,9 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
     ``schema_version`` (1), and ``entries``: a list of tables with ``op`` (a raw op name), ``attrs``
     (its attributes; defaults filled in), ``dtype`` (f32/f64/f16/bf16, default f32), ``semantics``
     (``"tf-cpu"``, the default, or ``"tf-xla"``), ``shape`` (``"?x64"`` or a
-    list with ``"?"`` for dynamic dims; default ``"?"``), ``name`` (default: the op; must be unique) and
-    an optional per-entry ``targets`` list.
+    list with ``"?"`` for dynamic dims; default ``"?"``), ``name`` (default: the op; must be unique),
+    ``params`` (``"baked"``, the default, or ``"arguments"``: the numeric attributes, such as MX's stochastic
+    ``seed``, are arguments of each call) and an optional per-entry ``targets`` list.
     """
     if isinstance(data, (str, os.PathLike)):
         source = str(data)
@@ -165,12 +169,16 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
         except (QDQError, TypeError, ValueError):
             raise _cfg_error(source, f"{where}: dtype {e.get('dtype')!r} is not supported; "
                                      f"allowed: {dtypes.allowed()}") from None
+        params = e.get("params", "baked")
+        if params not in ENTRY_PARAMS:
+            raise _cfg_error(source, f"{where}: params={params!r}; allowed: {', '.join(map(repr, ENTRY_PARAMS))} "
+                                     f"('arguments': the numeric attributes are given at each call)")
         shape = e.get("shape", "?")
         if isinstance(shape, list):
             shape = [None if d == "?" else d for d in shape]
         try:
             shape = parse_shape(shape)
-            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", "baked", e.get("semantics"))
+            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", params, e.get("semantics"))
         except QDQError as err:
             raise _cfg_error(source, f"{where}: {err}") from None
         etargets = as_targets(e["targets"], source, f"{where}.targets") if "targets" in e else None
@@ -178,5 +186,5 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
             extra = sorted(set(etargets) - set(targets))[0]
             raise _cfg_error(source, f"{where}.targets: {extra!r} is not one of the bundle's targets "
                                      f"({', '.join(targets)}); an entry's targets select among them")
-        entries.append(Entry(ename, op, dict(cfg.attrs), dtype, cfg.shape, etargets, cfg.semantics))
+        entries.append(Entry(ename, op, dict(cfg.attrs), dtype, cfg.shape, etargets, cfg.semantics, params))
     return BundleConfig(name, targets, tuple(entries), target_cpu, source)
