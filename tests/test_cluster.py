@@ -332,6 +332,23 @@ def test_a_device_that_does_not_answer_fails_its_cell_and_its_worker_restarts(la
     assert "MISMATCH cpu-host FakeQuantWithMinMaxArgs:f32:dynamic at " in out.stdout
 
 
+def test_an_answer_after_the_limit_counts_as_none():
+    """tasks._within: a cell's answer counts only within the limit, also when the waiting thread gets the GIL back
+    after the cell returned (the race that once passed a cell of the hung-box test above); the cell's error is raised
+    where it came in time."""
+    from qdq_compiler.jobs.cluster import tasks
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(5.0)   # the cell keeps the GIL until it returns: the waiter resumes after it, late
+    try:
+        assert tasks._within(0.001, lambda: sum(range(3_000_000))) == (False, None)
+    finally:
+        sys.setswitchinterval(interval)
+    assert tasks._within(0.01, lambda: time.sleep(0.2)) == (False, None)
+    assert tasks._within(30.0, lambda: 1) == (True, 1)
+    with pytest.raises(ZeroDivisionError):
+        tasks._within(30.0, lambda: 1 / 0)
+
+
 def test_jobs_is_a_local_runs_option(capsys):
     from qdq_compiler import cli
     assert cli.main(["validate", "--cluster", "local:2", "--jobs", "2"]) == 2

@@ -114,8 +114,9 @@ def cell_timeout_s() -> float:
 
 
 def _within(seconds: float, fn):
-    """``fn()`` in a thread of its own: (True, its value) or, when it has not returned after ``seconds``,
-    (False, None); its exception is raised here."""
+    """``fn()`` in a thread of its own: (True, its value) or, when it has not returned within ``seconds``,
+    (False, None); its exception is raised here. A late answer counts as none: the waiting thread may get the GIL
+    back only after fn has returned (a 1 us limit then passed a cell that took milliseconds)."""
     box: dict = {}
 
     def body():
@@ -124,9 +125,10 @@ def _within(seconds: float, fn):
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             box["error"] = e
     thread = threading.Thread(target=body, name="qdq-cell", daemon=True)
+    t0 = time.perf_counter()
     thread.start()
     thread.join(seconds)
-    if thread.is_alive():
+    if thread.is_alive() or time.perf_counter() - t0 > seconds:
         return False, None
     if "error" in box:
         raise box["error"]
