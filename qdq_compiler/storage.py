@@ -257,13 +257,14 @@ def encode(x: np.ndarray, t: StorageType, saturate: bool = True) -> np.ndarray:
 
 
 def _encode_exponent(a, sign):
-    """float8_e8m0fnu (a scale type): the nearest power of two, 2^-127 .. 2^127, ties (1.5 * 2^e) up, as
-    ml_dtypes rounds; below 2^-126 (float32's subnormals) ml_dtypes gives 2^-126 to anything above 2^-127 (measured,
-    ml_dtypes 0.6: 1.25 * 2^-127 -> 2^-126), and so does this. Zero, negative, inf and NaN: NaN (0xFF)."""
+    """float8_e8m0fnu (a scale type): the nearest power of two, 2^-127 .. 2^127, a tie (1.5 * 2^e) to the larger,
+    as ONNX's Cast "nearest" and onnxruntime's Float8E8M0 round, in float32's subnormal range as elsewhere (there
+    the tie is 1.5 * 2^-127, the bits 0x00600000). ml_dtypes 0.7 rounds so; 0.6 gave 2^-126 to everything above
+    2^-127 (tests/test_onnx.py). Zero, negative, inf and NaN: NaN (0xFF)."""
     e32 = a >> 23
     m = a & 0x7FFFFF
     up = m >= 0x400000                                  # at or above 1.5 * 2^e rounds to 2^(e+1)
-    code = np.where(e32 == 0, np.where(a > 0x400000, 1, 0), e32 + up)
+    code = np.where(e32 == 0, np.where(a >= 0x600000, 1, 0), e32 + up)
     bad = (sign == 1) | (a == 0) | (a >= 0x7F800000) | (code > 0xFE)
     return np.where(bad, 0xFF, code)
 

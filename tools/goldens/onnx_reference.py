@@ -4,8 +4,15 @@ kernels (semantics ``ort-cpu``, opset 25: its newest for these ops), or the erro
 
 Run in a virtualenv of its own (a reference framework is a tool for making test data, never a dependency):
 
-    python3 -m venv /work/onnxvenv && /work/onnxvenv/bin/pip install onnx==1.23.2 onnxruntime==1.32.0 ml_dtypes
+    python3 -m venv /work/onnxvenv && /work/onnxvenv/bin/pip install onnx==1.23.2 onnxruntime==1.32.0 \
+        ml_dtypes==0.6.0 numpy==2.4.6
     /work/onnxvenv/bin/python -m tools.goldens.onnx_reference [--out DIR]      # about 20 s
+
+ml_dtypes decides some of the reference's answers: it converts bfloat16 to int32, and that cast of NaN, +-inf or a
+value beyond int32 is undefined. 0.6.0 gives INT32_MIN, as NumPy does for float32 on x86 (the committed files, and
+the oracle's rule for every x type); 0.7.0 gives 0, which changes 51 QuantizeLinear cases and their 51 pairs (329
+elements: 96 NaN, 96 infinities, 137 finite values beyond int32), measured 2026-12-07. Each file's header records
+both versions; goldens/README.md has the table.
 
 Arrays are written as {"dtype", "shape", "codes"}: every storage type and float by its bit pattern (the code
 ml_dtypes keeps in one or two bytes; float32 as its 32 bits), so a golden compares bit for bit. The pair
@@ -266,10 +273,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=OUT)
     args = p.parse_args()
+    versions = {"ml_dtypes": ml_dtypes.__version__, "numpy": np.__version__}
     headers = {"onnx": {"semantics": "onnx", "reference": f"onnx {onnx.__version__} reference implementation",
-                        "opset": 28},
+                        "opset": 28, **versions},
                "ort-cpu": {"semantics": "ort-cpu", "reference": f"onnxruntime {onnxruntime.__version__} CPU kernels",
-                           "opset": 25}}
+                           "opset": 25, **versions}}
     for sem, ops in run_all().items():
         folder = os.path.join(args.out, "" if sem == "onnx" else "ort")
         os.makedirs(folder, exist_ok=True)
