@@ -1,4 +1,4 @@
 import sys
-from .cli import main
+from .console import main
 
 sys.exit(main())
