@@ -20,9 +20,11 @@ from .config import LONG_ROWS, SPLIT_COLUMNS, SPLIT_ROWS, OpConfig
 from .errors import TemplateError
 from .numerics import bits
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
-if not TEMPLATE_DIR.is_dir():  # installed as a wheel: templates ship inside the package
-    TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+# The package's own folder first (a wheel's copy; in the checkout, a link to the top-level templates/): an installed
+# package must never render another distribution's site-packages/templates.
+TEMPLATE_DIR = (Path(__file__).resolve().parent / "templates").resolve()
+if not TEMPLATE_DIR.is_dir():  # a copy of the checkout without the link
+    TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 if os.environ.get("QDQ_TEMPLATE_DIR"):  # tests/test_lit_mutation.py renders from a (broken) copy
     TEMPLATE_DIR = Path(os.environ["QDQ_TEMPLATE_DIR"])
 

@@ -2,6 +2,7 @@
 import json
 import re
 import shlex
+import shutil
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from qdq_compiler import semantics as SEM
-from qdq_compiler import cli, oracle, ops
+from qdq_compiler import cli, goldens, oracle, ops
 from qdq_compiler import dtypes as DT
 from qdq_compiler.jobs import validate as V
 from qdq_compiler.jobs.validate.inputs import _shape_for
@@ -35,7 +36,7 @@ def test_reports_agree_and_are_well_formed(tmp_path, capsys):
     assert all(c["cases"] > 0 for c in report["cells"])
     assert junit.tag == "testsuite" and int(junit.get("tests")) == len(entries) * 2
     assert int(junit.get("failures")) == 0 and len(junit.findall("testcase")) == len(entries) * 2
-    assert "| configuration | numeric attributes | cases (goldens + random) | cpu | vmvx |" in md
+    assert "| configuration | numeric attributes | cases (goldens + random) | goldens run | cpu | vmvx |" in md
     for e in entries:
         assert f"`{e.name}`" in md
     out = capsys.readouterr().out
@@ -253,3 +254,87 @@ def test_16_bit_fakequant_cells_run_tfs_edge_cases_too():
             specials = np.concatenate([np.asarray(c.call.arrays[ops.get(op).data_input], np.float32).ravel()
                                        for c in goldens])
             assert np.isnan(specials).any() and (specials == 0).any()   # TF's edge values among them
+
+
+V4GRAD = "QuantizeAndDequantizeV4Grad"
+
+
+def test_every_cell_says_how_many_golden_cases_it_ran(tmp_path, capsys):
+    """Issue 47.4: per cell, the reference golden cases it ran, in the table and every report; a configuration
+    that ran none says why (a static shape, or no golden file by design: V4Grad has no XLA kernel)."""
+    rc, report, junit, md = _run(tmp_path, "--targets", "cpu", "--ops", V4GRAD, "--dtypes", "f32",
+                                 "--semantics", "tf-cpu,tf-xla", "--sizes", "64")
+    assert rc == 0
+    f32 = [c for c in goldens.load(V4GRAD)["cases"] if "outputs" in c["expect"] and not c.get("deviation")
+           and c["inputs"]["input"]["dtype"] == "float32"]
+    want = {f"{V4GRAD}[axis=-1]:f32:dynamic": sum(c["attrs"].get("axis", -1) == -1 for c in f32),
+            f"{V4GRAD}[axis=1]:f32:dynamic": sum(c["attrs"].get("axis", -1) >= 0 for c in f32)}
+    assert list(want.values()) == [106, 21]
+    entries = V.build_matrix([V4GRAD], ["float32"], ("tf-cpu", "tf-xla"))
+    assert {c["entry"]: c["goldens"] for c in report["cells"]} == {e.name: want.get(e.name, 0) for e in entries}
+    assert len(entries) == 8 and report["summary"]["goldens_run"] == 127
+    assert "127 golden cases run" in report["summary"]["text"]
+    cov = {e["entry"]: e for e in report["entries"]}
+    assert cov[f"{V4GRAD}[axis=-1]:f32:dynamic"]["golden_file"] == f"goldens/{V4GRAD}.json"
+    assert cov[f"{V4GRAD}[axis=-1]:f32:dynamic"]["no_goldens"] == ""
+    xla_why = goldens.WITHOUT["tf-xla"][V4GRAD]
+    assert cov[f"{V4GRAD}[axis=1]:f32:dynamic@tf-xla"]["no_goldens"] == xla_why and xla_why.startswith("TF has no XLA")
+    assert cov[f"{V4GRAD}[axis=1]:f32:dynamic@tf-xla"]["golden_file"] is None
+    static_why = "a static configuration runs random inputs at its one shape only"
+    assert {n for n, e in cov.items() if e["no_goldens"] == static_why} == {e.name for e in entries if e.static}
+    # the text table: a goldens column, and why the zeros
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[2].split() == ["configuration", "goldens", "cpu"]
+    assert next(line for line in lines if line.startswith(f"{V4GRAD}[axis=1]:f32:dynamic ")).split()[1:] == ["21", "exact"]
+    assert next(line for line in lines if line.startswith(f"{V4GRAD}[axis=1]:f32:dynamic@tf-xla ")).split()[1:] == \
+        ["0", "exact"]
+    assert f"0 goldens in 4 configurations ({V4GRAD}[axis=-1]:f32:static, ...): {static_why}" in lines
+    assert f"0 goldens in 2 configurations ({V4GRAD}[axis=-1]:f32:dynamic@tf-xla, ...): {xla_why}" in lines
+    # Markdown: the column, and the same reasons
+    assert "| configuration | numeric attributes | cases (goldens + random) | goldens run | cpu |" in md
+    assert f"| `{V4GRAD}[axis=-1]:f32:dynamic` | - | 106 + 1 | 106 | exact |" in md
+    assert f"- 0 goldens in 2 configurations ({V4GRAD}[axis=-1]:f32:dynamic@tf-xla, ...): {xla_why}" in md
+    assert f"(goldens: `goldens/{V4GRAD}.json`)" in md
+    # JUnit: each testcase's properties
+    props = {t.get("name"): {p.get("name"): p.get("value") for p in t.find("properties")} for t in junit.iter("testcase")}
+    assert props[f"{V4GRAD}[axis=1]:f32:dynamic"]["goldens run"] == "21"
+    assert props[f"{V4GRAD}[axis=1]:f32:dynamic"]["golden file"] == f"goldens/{V4GRAD}.json"
+    assert props[f"{V4GRAD}[axis=1]:f32:dynamic@tf-xla"]["goldens run"] == "0"
+    assert props[f"{V4GRAD}[axis=1]:f32:dynamic@tf-xla"]["no goldens"] == xla_why
+
+
+def test_mx_configurations_run_no_golden_case_and_say_why():
+    """OCP MX is a text and torchao's goldens are per block (tests/test_mx*.py): 0 by design, with the reason."""
+    for sem in ("ocp", "torchao"):
+        entry = next(e for e in V.build_matrix(["MXFakeQuantize"], ["float32"], (sem,)) if not e.static)
+        cov = V.entry_coverage(entry, V.bound_calls(entry, (64,), seed=0))
+        assert cov["goldens"] == 0 and cov["random"] > 0 and cov["golden_file"] is None
+        assert cov["no_goldens"] == goldens.WITHOUT[sem]["*"] == goldens.none_because("MXFakeQuantize", sem)
+
+
+def test_a_missing_golden_file_is_an_error_naming_it(tmp_path, monkeypatch, capsys, no_compile):
+    """A wheel without the ONNX goldens said "64 of 64 cells exact", having run none: a declared golden file that
+    is missing is an error naming it, before anything compiles; the files still there are read as before."""
+    from qdq_compiler.errors import QDQError
+    copy = tmp_path / "goldens"
+    shutil.copytree(goldens.DIR, copy, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    gone = [copy / "onnx" / "QuantizeLinear.json", copy / "half" / "FakeQuantWithMinMaxVars.json"]
+    for f in gone:
+        f.unlink()
+    monkeypatch.setattr(goldens, "DIR", copy)
+    assert cli.main(["validate", "--no-progress", "--ops", "QuantizeLinear", "--semantics", "onnx", "--dtypes", "f32",
+                     "--sizes", "64"]) == 2
+    assert f"qdqc: error: golden file missing: {gone[0]} (declared in qdq_compiler/goldens" in capsys.readouterr().err
+    # where a cluster worker binds the calls, and a 16-bit file (half/)
+    for op, sem, dt, f in (("QuantizeLinear", "onnx", "float32", gone[0]),
+                           ("FakeQuantWithMinMaxVars", "tf-cpu", "float16", gone[1])):
+        entry = next(e for e in V.build_matrix([op], [dt], (sem,)) if not e.static)
+        with pytest.raises(QDQError, match=re.escape(f"golden file missing: {f} ")) as e:
+            V.bound_calls(entry, (16,), seed=0)
+        assert e.value.arg == "goldens"
+    # onnxruntime's copy is still there, and read from the copy
+    entry = next(e for e in V.build_matrix(["QuantizeLinear"], ["float32"], ("ort-cpu",)) if not e.static)
+    cases = V.bound_calls(entry, (16,), seed=0)
+    assert V.entry_coverage(entry, cases)["golden_file"] == "goldens/onnx/ort/QuantizeLinear.json"
+    assert sum(c.golden for c in cases) > 0

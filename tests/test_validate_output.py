@@ -93,13 +93,15 @@ def test_json_report_says_what_it_covered(piped):
     cells = {(c["entry"], c["target"]): c for c in r["cells"]}
     for name, e in entries.items():
         assert e["goldens"] + e["random"] == cells[(name, "cpu")]["cases"] > 0
+        assert cells[(name, "cpu")]["goldens"] == e["goldens"]   # each cell ran every golden case of its configuration
         assert sum(a["golden"] + a["random"] for a in e["attribute_sets"]) == cells[(name, "cpu")]["cases"]
         assert len(e["random_calls"]) == e["random"]
         assert all("num_bits=" in a["attrs"] and "narrow_range=" in a["attrs"] for a in e["attribute_sets"])
         if e["shape"] == "static" or e["dtype"] in ("float16", "bfloat16"):  # one shape / TF has no goldens
-            assert e["goldens"] == 0
+            assert e["goldens"] == 0 and e["no_goldens"] and e["golden_file"] is None
         else:
-            assert e["goldens"] > 0
+            assert e["goldens"] > 0 and e["golden_file"] == f"goldens/{e['op']}.json" and e["no_goldens"] == ""
+    assert s["goldens_run"] == sum(c["goldens"] for c in r["cells"]) > 0
     # FakeQuantWithMinMaxArgs' random calls: 8/false, 4/true and 16/false with float min/max attributes
     args = entries["FakeQuantWithMinMaxArgs:f32:dynamic"]
     assert {"num_bits=8 narrow_range=false", "num_bits=4 narrow_range=true", "num_bits=16 narrow_range=false"} <= \
@@ -110,7 +112,7 @@ def test_json_report_says_what_it_covered(piped):
 def test_markdown_report_says_what_it_covered(piped):
     md = piped["paths"]["md"].read_text()
     s = json.loads(piped["paths"]["json"].read_text())["summary"]
-    assert "| configuration | numeric attributes | cases (goldens + random) | cpu | cuda |" in md
+    assert "| configuration | numeric attributes | cases (goldens + random) | goldens run | cpu | cuda |" in md
     for fact in (f"| seed | {SEED} |", "| sizes | 200, 1000 |", f"| host CPU | {s['host_cpu']} |",
                  f"| IREE compiler | {s['iree_compiler']} |", f"| IREE runtime | {s['iree_runtime']} |",
                  "| goldens from TF | 2.21.0 |", "| device cpu | host CPU"):
@@ -118,7 +120,8 @@ def test_markdown_report_says_what_it_covered(piped):
     entries = {e["entry"]: e for e in json.loads(piped["paths"]["json"].read_text())["entries"]}
     for name, e in entries.items():
         row = next(line for line in md.splitlines() if line.startswith(f"| `{name}` |"))
-        assert f"| {e['goldens']} + {e['random']} |" in row and "num_bits " in row and "narrow_range " in row
+        assert f"| {e['goldens']} + {e['random']} | {e['goldens']} | exact |" in row
+        assert "num_bits " in row and "narrow_range " in row
         assert f"- `{name}`: " in md
     assert "num_bits=8 narrow_range=false: " in md
 
@@ -135,7 +138,7 @@ def test_junit_report_says_what_it_covered(piped):
     assert len(cases) == len(_expected_entries())
     for c in cases:
         p = {q.get("name"): q.get("value") for q in c.find("properties")}
-        assert int(p["goldens"]) + int(p["random"]) == int(p["cases run"]) > 0
+        assert int(p["goldens"]) + int(p["random"]) == int(p["cases run"]) > 0 and p["goldens run"] == p["goldens"]
         assert "num_bits" in p["numeric attributes"] and "golden +" in p["attribute sets"]
 
 

@@ -7,7 +7,9 @@ num_bits/narrow_range/signed_input/min/max) and then run on:
   - random inputs of each requested size, sprinkled with ties, NaN, +-inf, +-0 and subnormals,
     under several numeric attribute sets.
 A cell is "exact", "ulp N" (largest distance in units in the last place), "error: ..." or
-"skipped: reason". Any non-exact cell makes the exit status 1.
+"skipped: reason". Any non-exact cell makes the exit status 1. Each cell counts the golden cases it ran (a
+configuration that ran none says why), and a golden file the package declares but lacks is an error naming it
+(``goldens.require``): an install without its package data must not pass having run none.
 
     matrix.py   MatrixEntry, structural_variants, build_matrix, shard
     inputs.py   the keyword arguments of the calls: random_calls, golden_calls, entry_calls

@@ -29,6 +29,7 @@ class Cell:
     host: str = ""         # where it ran: the host's name, the worker ("local" in a local run), the device
     worker: str = ""
     device: str = ""
+    goldens: int = 0       # reference golden cases it ran (of ``cases``; the configuration's coverage says why 0)
 
     @property
     def place(self) -> str:
@@ -88,11 +89,13 @@ def run_cell(entry: MatrixEntry, target: str, sizes, seed: int, goldens: bool = 
         warnings.simplefilter("ignore", QDQWarning)
         worst, n, error, failing, first = _compare(entry, target, calls)
     seconds = time.perf_counter() - t0
+    ran = sum(c.golden for c in calls[:n])   # the goldens come first (inputs.entry_calls)
     if error:
-        return Cell(entry.name, target, "error", error, cases=n, seconds=seconds)
+        return Cell(entry.name, target, "error", error, cases=n, seconds=seconds, goldens=ran)
     if worst == 0:
-        return Cell(entry.name, target, "exact", "", 0, n, seconds)
-    return Cell(entry.name, target, "ulp", diagnose.describe(worst, failing, n, first), worst, n, seconds, first)
+        return Cell(entry.name, target, "exact", "", 0, n, seconds, goldens=ran)
+    return Cell(entry.name, target, "ulp", diagnose.describe(worst, failing, n, first), worst, n, seconds, first,
+                goldens=ran)
 
 
 def _compare(entry: MatrixEntry, target: str, cases: list[Case]) -> tuple[int, int, str, int, dict | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ops
+from .inputs import golden_calls, golden_source
 from .matrix import MatrixEntry
 
 
@@ -46,7 +47,9 @@ def _join(d: dict[str, str]) -> str:
 
 def entry_coverage(entry: MatrixEntry, cases) -> dict:
     """What every cell of ``entry`` runs (the same cases on each target; ``cells.bound_calls``), described:
-    ``{"entry", "op", "dtype", "shape", "structural", "goldens", "random", "attribute_sets", "random_calls"}``.
+    ``{"entry", "op", "dtype", "shape", "structural", "goldens", "golden_file", "no_goldens", "random",
+    "attribute_sets", "random_calls"}``. ``golden_file``: the file the goldens came from (None: none);
+    ``no_goldens``: why ``goldens`` is 0 ('' otherwise).
     ``attribute_sets``: one ``{"attrs", "golden", "random"}`` per distinct set of discrete attributes;
     ``random_calls``: each random call's attributes and range."""
     sets: dict[str, dict] = {}
@@ -58,9 +61,15 @@ def entry_coverage(entry: MatrixEntry, cases) -> dict:
         row["golden" if case.golden else "random"] += 1
         if not case.golden:
             random_calls.append(_join({**discrete, **ranges}))
+    goldens = sum(r["golden"] for r in sets.values())
+    source, why = golden_source(entry)
+    if not goldens and not why:
+        why = (f"none of {source}'s cases has this dtype and structure" if not golden_calls(entry)
+               else "the op refused every golden case of this configuration")
     return {"entry": entry.name, "op": entry.op, "dtype": entry.dtype,
             "shape": "static" if entry.static else "dynamic", "structural": {k: v for k, v in entry.attrs},
-            "goldens": sum(r["golden"] for r in sets.values()), "random": len(random_calls),
+            "goldens": goldens, "golden_file": source, "no_goldens": "" if goldens else why,
+            "random": len(random_calls),
             "attribute_sets": sorted(sets.values(), key=lambda r: _order(r["attrs"])), "random_calls": random_calls}
 
 

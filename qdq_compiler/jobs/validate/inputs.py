@@ -59,10 +59,24 @@ def entry_calls(entry: MatrixEntry, sizes, seed: int, goldens: bool = True) -> t
 
 
 @functools.lru_cache(maxsize=None)
+def _parsed(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def _declared(f, op: str, semantics: str) -> dict | None:
+    """The parsed golden file ``f`` of ``op`` (read once per run; read-only), None when none is declared; a
+    declared file that is missing is a QDQError naming it (a cell must not pass having run no golden case)."""
+    if f is None:
+        return None
+    if not f.is_file():
+        goldens.require([(op, semantics)])
+    return _parsed(str(f))
+
+
 def _golden_file(op: str, semantics: str = SEM.DEFAULT) -> dict | None:
-    """The parsed golden file of ``op`` under ``semantics`` (read once per run; read-only), None without one."""
-    f = goldens.folder(semantics) / f"{op}.json"
-    return json.loads(f.read_text()) if f.is_file() else None
+    """The parsed golden file of ``op`` under ``semantics``, None when none is declared (``goldens.DECLARED``)."""
+    return _declared(goldens.path(op, semantics), op, semantics)
 
 
 def golden_tf_version(op: str, semantics: str = SEM.DEFAULT) -> str | None:
@@ -85,12 +99,21 @@ def golden_reference(op: str, semantics: str = SEM.DEFAULT) -> str | None:
     return f"{ref} (opset {data['opset']})" if ref and data.get("opset") else ref
 
 
-@functools.lru_cache(maxsize=None)
 def _half_file(op: str, semantics: str) -> dict | None:
     """The parsed float16/bfloat16 golden file of ``op`` under ``semantics`` (``half/`` in its folder: tf-cpu's
-    FakeQuant ops have one; read-only), None without one."""
-    f = goldens.folder(semantics) / "half" / f"{op}.json"
-    return json.loads(f.read_text()) if f.is_file() else None
+    FakeQuant ops have one; read-only), None when none is declared."""
+    return _declared(goldens.half_path(op, semantics), op, semantics)
+
+
+def golden_source(entry: MatrixEntry) -> tuple[str | None, str]:
+    """(the golden file ``entry`` reads, relative to the package, or None; why it runs none, '' where it may)."""
+    if entry.static:
+        return None, "a static configuration runs random inputs at its one shape only"
+    f = (goldens.half_path(entry.op, entry.semantics) if DT.get(entry.dtype).narrow else None) \
+        or goldens.path(entry.op, entry.semantics)
+    if f is None:
+        return None, goldens.none_because(entry.op, entry.semantics)
+    return f"goldens/{f.relative_to(goldens.DIR).as_posix()}", ""
 
 
 def golden_calls(entry: MatrixEntry) -> list[dict]:

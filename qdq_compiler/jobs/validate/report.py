@@ -29,18 +29,41 @@ LEGEND = ("A configuration is Op[structural attributes]:dtype:shape@semantics: '
           + "; ".join(f"@{s.name} {s.reference}" for s in SEM.SEMANTICS.values() if s.name != SEM.DEFAULT)
           + ". A cell is 'exact' (every bit as the oracle), 'ulp N' (the largest distance "
           "in units in the last place; 4611686018427387904 = 2^62 means NaN in one answer only), 'ERROR', "
-          "'compiled' (no device here) or 'skipped'. A progress line's '(?x? view, long-rows)' is the canonical "
-          "view of the data a call runs in, and the target's tuning for it: an artifact of its own.")
+          "'compiled' (no device here) or 'skipped'; 'goldens' is how many reference golden cases (TF's, "
+          "PyTorch's, ONNX's answers from qdq_compiler/goldens/) each cell of the row ran. A progress line's "
+          "'(?x? view, long-rows)' is the canonical view of the data a call runs in, and the target's tuning for it: "
+          "an artifact of its own.")
 
 
-def format_table(cells: list[Cell], targets: list[str]) -> str:
-    """One line per configuration, one column per target (what ``qdqc validate`` prints), then the legend."""
+def goldens_text(by_t: dict[str, Cell], targets: list[str]) -> str:
+    """The reference golden cases the cells of a row ran: one number, or one per target ('85/0/-') where they
+    differ (a cell stopped by an error); '-' where none ran (skipped, compiled only)."""
+    ran = {t: by_t[t].goldens for t in targets if t in by_t and by_t[t].status != "skipped"}
+    if len(set(ran.values())) <= 1:
+        return str(next(iter(ran.values()))) if ran else "-"
+    return "/".join(str(ran[t]) if t in ran else "-" for t in targets)
+
+
+def no_goldens(coverage) -> list[str]:
+    """Why configurations ran no golden case: one line per reason, with how many configurations it covers."""
+    why: dict[str, list[str]] = {}
+    for c in coverage or []:
+        if not c["goldens"]:
+            why.setdefault(c.get("no_goldens") or "-", []).append(c["entry"])
+    return [f"0 goldens in {len(names)} configuration{'' if len(names) == 1 else 's'} ({names[0]}"
+            f"{', ...' if len(names) > 1 else ''}): {reason}" for reason, names in why.items()]
+
+
+def format_table(cells: list[Cell], targets: list[str], coverage: list[dict] | None = None) -> str:
+    """One line per configuration, its golden cases run, one column per target (what ``qdqc validate`` prints),
+    why a configuration ran none (``coverage``), then the legend."""
     rows = _rows(cells)
     w = max([len(r) for r in rows] + [10])
-    lines = [f"{'configuration':<{w}}  " + "  ".join(f"{t:<10}" for t in targets)]
+    lines = [f"{'configuration':<{w}}  {'goldens':<7}  " + "  ".join(f"{t:<10}" for t in targets)]
     for r, by_t in rows.items():
-        lines.append(f"{r:<{w}}  " + "  ".join(f"{by_t[t].short() if t in by_t else '-':<10}" for t in targets))
-    return "\n".join(lines + [textwrap.fill(LEGEND, 110)])
+        lines.append(f"{r:<{w}}  {goldens_text(by_t, targets):<7}  "
+                     + "  ".join(f"{by_t[t].short() if t in by_t else '-':<10}" for t in targets))
+    return "\n".join(lines + no_goldens(coverage) + [textwrap.fill(LEGEND, 110)])
 
 
 def _run_facts(summary: dict) -> list[tuple[str, str]]:
@@ -85,14 +108,15 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
     out = ["# qdqc validate", "", f"Compiler: IREE {summary['compiler']}. {summary['text']}", "",
            "| run | |", "|---|---|"]
     out += [f"| {k} | {escape(v).replace('|', '/')} |" for k, v in _run_facts(summary)]
-    out += ["", "| configuration | numeric attributes | cases (goldens + random) | " + " | ".join(targets) + " |",
-            "|---|---|---|" + "---|" * len(targets)]
+    out += ["", "| configuration | numeric attributes | cases (goldens + random) | goldens run | "
+            + " | ".join(targets) + " |", "|---|---|---|---|" + "---|" * len(targets)]
     for r, by_t in rows.items():
         c = cov.get(r)
         attrs, cases = (attribute_values(c), f"{c['goldens']} + {c['random']}") if c else ("-", "-")
-        out.append(f"| `{r}` | {attrs} | {cases} | "
+        out.append(f"| `{r}` | {attrs} | {cases} | {goldens_text(by_t, targets)} | "
                    + " | ".join(by_t[t].short() if t in by_t else "-" for t in targets) + " |")
-    out += ["", LEGEND]
+    zeros = [f"- {escape(line)}" for line in no_goldens(coverage)]
+    out += [""] + (zeros + [""] if zeros else []) + [LEGEND]
     for t, why in skipped.items():
         out.append(f"\n{t}: skipped ({why})")
     bad = [c for c in cells if not c.ok]
@@ -105,7 +129,8 @@ def markdown(cells: list[Cell], targets: list[str], skipped: dict[str, str], sum
     out += _placement(cells)
     if cov:
         out += ["", "## Numeric attribute sets per configuration", ""]
-        out += [f"- `{name}`: {_sets_text(c)}" for name, c in cov.items()]
+        out += [f"- `{name}`: {_sets_text(c)}" + (f" (goldens: `{c['golden_file']}`)" if c.get("golden_file") else "")
+                for name, c in cov.items()]
     if divergence:
         out += ["", "## Where TF's two answers differ (tf-cpu against tf-xla)", "",
                 f"{divergence['size']} random elements per call, seed {divergence['seed']}:", "",
@@ -170,7 +195,9 @@ def junit(cells: list[Cell], skipped: dict[str, str], summary: dict | None = Non
             structural = ",".join(f"{k}={v}" for k, v in e["structural"].items()) or "-"
             out += _properties([("structural attributes", structural), ("numeric attributes", attribute_values(e)),
                                 ("goldens", e["goldens"]), ("random", e["random"]), ("cases run", c.cases),
-                                ("attribute sets", _sets_text(e))]
+                                ("goldens run", c.goldens), ("golden file", e.get("golden_file") or "none")]
+                               + ([("no goldens", e["no_goldens"])] if e.get("no_goldens") else [])
+                               + [("attribute sets", _sets_text(e))]
                                + [(k, getattr(c, k)) for k in ("host", "worker", "device") if getattr(c, k)], "    ")
         if c.status in ("ulp", "error"):
             out.append(f'    <failure message={quoteattr(c.short())}>{escape(c.detail)}</failure>')

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ... import dtypes as DT
 from ... import semantics as SEM
-from ... import execute
+from ... import execute, goldens
 from ... import ops as op_registry
 from ... import targets as T
 from .. import diverge
@@ -151,6 +151,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         if not entries:
             raise QDQError(f"shard {shard[0]}/{shard[1]} is empty: the matrix has "
                            f"{_count(len(build_matrix(ops, dtypes, semantics)), 'configuration')}", arg="--shard")
+    goldens.require((e.op, e.semantics) for e in entries)   # before compiling: a missing file, named
     if cluster:
         from ..cluster.validate import ClusterExecutor
         executor = ClusterExecutor(cluster, progress, min_workers)
@@ -170,8 +171,10 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     exact = sum(c.status == "exact" for c in cells)
     compiled = sum(c.short() == "compiled" for c in cells)
     compared = sum(c.status != "skipped" for c in cells)   # run against the oracle (exact, ulp or error)
+    goldens_run = sum(c.goldens for c in cells)
     text = (f"{exact} of {_count(compared, 'cell')} exact ({_count(len(entries), 'configuration')} x "
-            f"{_count(len(run_on), 'target')}: {', '.join(run_on) or 'none'}; sizes {', '.join(map(str, sizes))})"
+            f"{_count(len(run_on), 'target')}: {', '.join(run_on) or 'none'}; sizes {', '.join(map(str, sizes))}"
+            f"; {_count(goldens_run, 'golden case')} run)"
             + (f"; {compiled} compiled, not run: {', '.join(compile_only)}" if compile_only else "")
             + (f"; {len(cells) - compared - compiled} skipped (a dtype the target lacks)"
                if len(cells) - compared - compiled else "")
@@ -179,7 +182,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
     summary = {"compiler": compiler_version(), "targets": run_on, "skipped_targets": skipped,
                "semantics": list(semantics),
                "configurations": len(entries), "cells": len(cells), "compared": compared, "exact": exact,
-               "compiled_only": compiled,
+               "compiled_only": compiled, "goldens_run": goldens_run,
                "failed": len(bad), "seconds": round(elapsed, 2), "text": text, "seed": seed, "sizes": list(sizes),
                "known_deviations": {n: T.get(n).deviation for n in run_on if T.get(n).deviation},
                "host_cpu": env["host_cpu"], "devices": env["devices"], "iree_compiler": env["iree_compiler"],
@@ -191,7 +194,7 @@ def run_validation(ops: list[str] | None = None, targets: list[str] | None = Non
         _stage("comparing TF's two answers (tf-cpu, tf-xla) on the same inputs", progress)
         divergence = diverge.json_rows(diverge.diverge(ops, dtypes, max(sizes), seed), max(sizes), seed)
     print(report.environment_line(summary))
-    print(report.format_table(cells, run_on + compile_only))
+    print(report.format_table(cells, run_on + compile_only, coverage))
     for c in bad:
         print(f"MISMATCH {c.target} {c.entry}{f' at {c.place}' if c.place else ''}: {c.detail}")
     if divergence:
