@@ -228,7 +228,7 @@ def cmd_validate(args):
     dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
     return run_validation(
         ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs or 0,
-        semantics=semantics.parse_list(args.semantics), cluster=cluster_address(args.cluster, args.min_workers),
+        semantics=semantics.parse_list(args.semantics), cluster=cluster_address(args),
         min_workers=args.min_workers,
         seed=args.seed, progress="off" if args.no_progress else ("bar" if sys.stderr.isatty() else "lines"), json_path=args.report,
         junit_path=args.junit, markdown_path=args.markdown)
@@ -255,7 +255,7 @@ def cmd_build(args):
     def progress(entry, target, seconds):
         print(f"  {entry.name}.{target}.vmfb  ({seconds:.2f} s)", file=sys.stderr)
     res = build_bundle(args.config, args.out, targets=args.targets, target_cpu=args.target_cpu, progress=progress,
-                       cluster=cluster_address(args.cluster, args.min_workers), min_workers=args.min_workers)
+                       cluster=cluster_address(args), min_workers=args.min_workers)
     print(res.summary(), file=sys.stderr)
     return 0
 

@@ -5,13 +5,20 @@ cpu, vmvx and Vulkan (vmvx alone where this machine has no Vulkan), "cpu-box" cp
 (a device target's cells run only where it is advertised), a report equal to a local run's but for timings
 and places, artifacts arriving in the driver's cache, a worker killed mid-run, Ctrl-C, a bundle
 byte-identical to a local build. Each process is bounded in time and killed with its group at the end.
+
+TLS (issue 47.5): a scheduler on tls://127.0.0.1 with certificates of a CA made here (openssl, as in the README),
+a `qdqc worker` and a `qdqc validate --cluster` holding theirs; whoever lacks one is refused. Plaintext off this
+host is refused before anything starts, and those refusals run under `unshare -n` (no network at all), so a
+broken check cannot send a packet off this machine. All traffic here is to loopback.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -251,17 +258,19 @@ def test_an_unreachable_scheduler_is_a_clear_error(monkeypatch, capsys):
 
 def test_worker_print_command_fills_in_this_hosts_resources(capsys):
     from qdq_compiler import cli
-    assert cli.main(["worker", "tcp://head:8786", "--targets", "cpu", "--name", "n1", "--print-command"]) == 0
+    assert cli.main(["worker", "tcp://head:8786", "--insecure", "--targets", "cpu", "--name", "n1",
+                     "--print-command"]) == 0
     out = capsys.readouterr().out
     assert "distributed.cli.dask_worker tcp://head:8786" in out and "--name n1" in out
     assert f"qdq-run:cpu:{engine.target_profile('cpu')}=1" in out and "qdq-run:vmvx" not in out
     assert f"qdq-build:vmvx:{engine.target_profile('vmvx')}=64" in out and "qdq-device=1" in out
+    assert "--host" not in out and "--tls" not in out and "--dashboard-address 127.0.0.1:0" in out
 
 
 def test_a_worker_refuses_a_target_its_host_cannot_run(capsys, monkeypatch):
     from qdq_compiler import cli
     monkeypatch.setattr(T.Target, "availability", lambda self: (self.name != "vmvx", "no such device here"))
-    assert cli.main(["worker", "tcp://head:8786", "--targets", "cpu,vmvx", "--print-command"]) == 2
+    assert cli.main(["worker", "tcp://127.0.0.1:8786", "--targets", "cpu,vmvx", "--print-command"]) == 2
     assert "--targets vmvx: this host cannot run it (no such device here)" in capsys.readouterr().err
 
 
@@ -371,3 +380,259 @@ def test_a_target_runs_under_the_profile_most_of_its_workers_share():
     assert skipped["vulkan"] == ("no worker of the cluster tcp://lab:8786 advertises it "
                                  "(workers: h/w1: cpu; h/w2: cpu; h/w3: cpu)")
     assert ex.select_targets(["all"])[2] == []   # 'all': the others are skipped, not compiled
+
+
+# -- TLS (issue 47.5) -----------------------------------------------------------------------------------------
+
+def _make_certs(d: Path) -> Path:
+    """A CA of the cluster's own and the certificates it signed (head, worker, client), and a stranger's: a
+    certificate of another CA; made with openssl as in the README (P-256 keys: milliseconds)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True, timeout=60)
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    for ca in ("ca", "other-ca"):
+        openssl("req", "-x509", *key, "-keyout", f"{ca}.key", "-out", f"{ca}.pem", "-days", "2", "-subj", f"/CN={ca}")
+    for name, ca in (("head", "ca"), ("worker", "ca"), ("client", "ca"), ("stranger", "other-ca")):
+        openssl("req", "-new", *key, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
+                "-out", f"{name}.pem", "-days", "2")
+    return d
+
+
+def _tls(d: Path, who: str, ca: str = "ca") -> list[str]:
+    return ["--tls-ca-file", str(d / f"{ca}.pem"), "--tls-cert", str(d / f"{who}.pem"),
+            "--tls-key", str(d / f"{who}.key")]
+
+
+def _security(d: Path, who: str):
+    from distributed.security import Security
+    return Security(tls_ca_file=str(d / "ca.pem"), tls_client_cert=str(d / f"{who}.pem"),
+                    tls_client_key=str(d / f"{who}.key"), require_encryption=True)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    return _make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def tls_scheduler(certs, tmp_path_factory):
+    """(tls:// address, a client of it holding the client certificate, the log directory): Dask's scheduler on
+    loopback over TLS, started as the README starts it."""
+    logs = tmp_path_factory.mktemp("tls_logs")
+    port = _free_port()
+    address = f"tls://127.0.0.1:{port}"
+    proc = _start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--protocol", "tls", "--host", "127.0.0.1",
+                   "--port", str(port), "--dashboard-address", "127.0.0.1:0", *_tls(certs, "head")],
+                  logs / "scheduler.log")
+    try:
+        client, t0 = None, time.monotonic()
+        while client is None:
+            try:
+                client = distributed.Client(address, timeout="2s", security=_security(certs, "client"))
+            except OSError:
+                if time.monotonic() - t0 > 60:
+                    raise
+        yield address, client, logs
+        client.close()
+    finally:
+        _kill(proc)
+
+
+def test_a_tls_cluster_validates_with_qdqc_worker_and_validate(certs, tls_scheduler, tmp_path, capsys, monkeypatch):
+    """`qdqc worker tls://...` (Dask's worker with the TLS flags) joins; `qdqc validate --cluster tls://...` runs
+    its cells there: both hold certificates of the cluster's CA."""
+    from qdq_compiler import cli
+    address, client, logs = tls_scheduler
+    # the driver reads its sources again, as the new worker does (a long session may outlive an edit of them)
+    monkeypatch.setattr(C, "_FINGERPRINT", None)
+    worker = _start([sys.executable, "-m", "qdq_compiler", "worker", address, "--targets", "cpu", "--name", "tls-box",
+                     "--nthreads", "1", *_tls(certs, "worker")], logs / "tls-box.log")
+    try:
+        _wait_for(lambda: "tls-box" in _names(client), "tls-box to join")
+        (addr, info), = client.scheduler_info()["workers"].items()
+        assert addr.startswith("tls://127.0.0.1:") and info["name"] == "tls-box"   # over TLS, on loopback
+        rc = cli.main(["validate", "--cluster", address, *_tls(certs, "client"), "--targets", "cpu", "--ops",
+                       "FakeQuantWithMinMaxArgs", "--dtypes", "f32", "--sizes", "100", "--report",
+                       str(tmp_path / "t.json")])   # progress: one line per step (stderr is no terminal)
+    finally:
+        _kill(worker)
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    report = json.loads((tmp_path / "t.json").read_text())
+    cells = report["cells"]
+    assert [(c["entry"], c["target"], c["status"], c["worker"]) for c in cells] == [
+        ("FakeQuantWithMinMaxArgs:f32:dynamic", "cpu", "exact", "tls-box"),
+        ("FakeQuantWithMinMaxArgs:f32:static", "cpu", "exact", "tls-box")], cells
+    cluster = report["summary"]["cluster"]
+    assert cluster["address"] == address and [w["worker"] for w in cluster["workers"]] == ["tls-box"]
+    assert f"cluster {address}: 1 worker in" in err and "on cpu at " in err and "/tls-box: exact" in err
+
+
+def test_a_tls_scheduler_refuses_who_holds_no_certificate_of_its_ca(certs, tls_scheduler, monkeypatch, capsys):
+    from qdq_compiler import cli
+    address, client, _ = tls_scheduler
+    port = int(address.rsplit(":", 1)[1])
+    # no certificate: the scheduler ends the handshake (Dask asks for one, CERT_REQUIRED)
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    ctx.check_hostname = False
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, ctx.wrap_socket(raw) as tls:
+        # TLS 1.3: the refusal comes with a read, as an alert or as the connection closed under it
+        with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|EOF occurred in violation of protocol"):
+            tls.sendall(b"\0")
+            tls.recv(1)
+    # a certificate of another CA, through Dask's own client and through qdqc: the alert, or the connection closed
+    refused = "unknown ca|EOF occurred in violation of protocol"
+    with pytest.raises(OSError, match=refused):
+        distributed.Client(address, timeout="5s", security=_security(certs, "stranger"))
+    monkeypatch.setenv("QDQ_CLUSTER_TIMEOUT", "5")
+    assert cli.main(["validate", "--cluster", address, *_tls(certs, "stranger"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--cluster {address}: cannot reach a Dask scheduler there" in err and re.search(refused, err), err
+    assert "certificates of one CA (--tls-ca-file)" in err
+    # plaintext to the TLS port
+    assert cli.main(["validate", "--cluster", f"tcp://127.0.0.1:{port}", "--no-progress"]) == 2
+    assert "cannot reach a Dask scheduler there" in capsys.readouterr().err
+    assert not client.scheduler_info()["workers"]   # and nobody joined on the way
+
+
+def _unshared_network() -> list[str]:
+    """`unshare -n`: the command runs in a network namespace of its own, no interface up, so nothing it tries can
+    leave this machine; where it does not work the test fails (it must not run unguarded)."""
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, timeout=30)
+    assert probe.returncode == 0, f"'unshare -n' does not work here ({probe.stderr.strip()}): run as root"
+    return ["unshare", "-n"]
+
+
+PLAINTEXT_OFF_HOST = ["tcp://10.1.2.3:8786", "tcp://example.invalid:8786", "10.1.2.3:8786", "ws://10.1.2.3:8786"]
+
+
+@pytest.mark.parametrize("command, address", [("worker", "tcp://10.1.2.3:8786"),
+                                              ("validate", "tcp://example.invalid:8786"), ("build", "10.1.2.3:8786")])
+def test_plaintext_off_this_host_is_refused_before_anything_starts(command, address, tmp_path):
+    """Under `unshare -n`: no packet could leave even were the check broken; the refusal comes before any
+    connection (one would end otherwise in 'cannot reach', or a build's files)."""
+    argv = {"worker": ["worker", address, "--targets", "cpu"],
+            "validate": ["validate", "--cluster", address, "--targets", "cpu", "--no-progress"],
+            "build": ["build", "--cluster", address, "--config", str(ROOT / "examples" / "small_bundle.json"),
+                      "--out", str(tmp_path / "out")]}[command]
+    out = subprocess.run([*_unshared_network(), sys.executable, "-m", "qdq_compiler", *argv], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ, QDQ_CLUSTER_TIMEOUT="1"))
+    named = f"qdqc worker {address}" if command == "worker" else f"--cluster {address}"
+    rest = address.partition("://")[2] or address
+    assert (out.returncode, out.stderr) == (2, (
+        f"qdqc: error: {named}: plaintext to a scheduler off this host, where anyone who can reach it runs code on "
+        f"every worker (a Dask scheduler sends them pickled functions): use tls://{rest} with --tls-ca-file, "
+        f"--tls-cert and --tls-key (README, Validating across machines), or --insecure on a network you trust\n"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_insecure_lets_plaintext_off_this_host_through(tmp_path):
+    """--insecure: the run goes on to connect, inside `unshare -n`'s empty network: unreachable, said so."""
+    out = subprocess.run([*_unshared_network(), sys.executable, "-m", "qdq_compiler", "validate", "--cluster",
+                          "tcp://10.1.2.3:8786", "--insecure", "--targets", "cpu", "--no-progress"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ, QDQ_CLUSTER_TIMEOUT="1"))
+    assert out.returncode == 2 and out.stderr.startswith(
+        "qdqc: error: --cluster tcp://10.1.2.3:8786: cannot reach a Dask scheduler there ("), out.stderr
+    assert "plaintext" not in out.stderr and "over TLS" not in out.stderr
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "127.9.8.7:1", "tcp://[::1]:8786", "localhost:8786",
+                                     "tcp://LOCALHOST:8786", "tls://10.1.2.3:8786", "local:2"])
+def test_loopback_tls_and_local_addresses_pass(address):
+    assert engine.parse_address(address) == (("local", 2) if address == "local:2" else ("remote", 0))
+
+
+@pytest.mark.parametrize("address", PLAINTEXT_OFF_HOST + ["tcp://127.0.0.1.example.invalid:1", "tcp://[::2]:1",
+                                                          "tcp://:8786", "ucx://10.1.2.3:1"])
+def test_plaintext_off_this_host_needs_insecure(address):
+    """Read from the text alone: nothing is resolved (a name other than localhost is off this host)."""
+    with pytest.raises(QDQError, match="plaintext to a scheduler off this host.*--insecure on a network you") as e:
+        engine.parse_address(address)
+    assert e.value.arg == "--cluster"
+    assert engine.parse_address(address, insecure=True) == ("remote", 0)
+    assert engine.parse_address(engine.Address(address, insecure=True)) == ("remote", 0)
+    with pytest.raises(QDQError, match="qdqc worker .*: plaintext") as e:
+        engine.parse_address(address, arg="address")
+    assert e.value.arg == "address"
+
+
+def test_a_tls_address_needs_its_files_named_before_anything_starts(certs, capsys, monkeypatch):
+    from qdq_compiler import cli
+    monkeypatch.setattr(engine, "connect", lambda *a, **k: pytest.fail("connected"))
+    tls = f"tls://127.0.0.1:{_free_port()}"
+    ca, cert, key = (str(certs / n) for n in ("ca.pem", "client.pem", "client.key"))
+    cases = [
+        (["validate", "--cluster", tls], "--tls-ca-file", f"--cluster {tls}: TLS needs the cluster's CA certificate, "
+         "which is not given: --tls-ca-file PATH (or Dask's config distributed.comm.tls.ca-file)"),
+        (["build", "--config", "c.toml", "--out", "o", "--cluster", tls, "--tls-ca-file", ca], "--tls-cert",
+         f"--cluster {tls}: TLS needs this client's certificate, which is not given: --tls-cert PATH (or Dask's "
+         "config distributed.comm.tls.client.cert)"),
+        (["worker", tls, "--tls-ca-file", ca, "--print-command"], "--tls-cert", f"qdqc worker {tls}: TLS needs this "
+         "worker's certificate, which is not given: --tls-cert PATH (or Dask's config "
+         "distributed.comm.tls.worker.cert)"),
+        (["validate", "--cluster", tls, "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", "/nonexistent/k.pem"],
+         "--tls-key", "--tls-key /nonexistent/k.pem: no such file"),
+        (["validate", "--cluster", tls, "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key",
+          str(certs / "worker.key")], "--tls-cert", f"--tls-cert {cert} and --tls-key {certs / 'worker.key'}: not a "
+         "PEM certificate and its private key ([X509: KEY_VALUES_MISMATCH]"),
+        (["validate", "--cluster", tls, "--tls-ca-file", key, "--tls-cert", cert], "--tls-ca-file",
+         f"--tls-ca-file {key}: not a PEM CA certificate"),
+        (["validate", "--cluster", "tcp://127.0.0.1:8786", "--tls-cert", cert], "--tls-cert", "--tls-cert applies to "
+         "a tls:// scheduler address, not tcp://127.0.0.1:8786: write tls://host:port"),
+        (["validate", "--cluster", "local:2", "--tls-ca-file", ca], "--tls-ca-file", "--tls-ca-file applies to a "
+         "tls:// scheduler address, not local:2"),
+        (["validate", "--tls-key", key], "--tls-key", "--tls-key applies to --cluster ADDRESS, which is not given"),
+        (["build", "--config", "c.toml", "--out", "o", "--insecure"], "--insecure",
+         "--insecure applies to --cluster ADDRESS, which is not given"),
+    ]
+    parser = cli.build_parser()
+    for argv, flag, words in cases:
+        args = parser.parse_args(argv)
+        with pytest.raises(QDQError) as e:
+            args.func(args)
+        assert e.value.arg == flag and str(e.value).startswith(words), (argv, flag, e.value.arg, str(e.value))
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"qdqc: error: {words}") and err.count("\n") == 1, (argv, err)
+    with pytest.raises(QDQError) as e:
+        engine.tls_options(tls, {"ca_file": ca})
+    assert e.value.arg == "--tls-cert"
+
+
+def test_dask_config_fills_what_the_tls_flags_leave_out(certs, capsys):
+    """Dask's config distributed.comm.tls.* (its YAML files, DASK_* variables) serves where a flag is not given;
+    a flag wins, field by field."""
+    import dask
+    tls = f"tls://127.0.0.1:{_free_port()}"
+    ca, cert, key = (str(certs / n) for n in ("ca.pem", "client.pem", "client.key"))
+    with dask.config.set({"distributed.comm.tls.ca-file": ca, "distributed.comm.tls.client.cert": cert,
+                          "distributed.comm.tls.client.key": key}):
+        assert engine.tls_options(tls) == {}
+        sec = engine.client_security(tls)
+        assert (sec.tls_ca_file, sec.tls_client_cert, sec.tls_client_key) == (ca, cert, key)
+        assert sec.require_encryption is True
+        mine = engine.Address(tls, {"cert": str(certs / "worker.pem"), "key": str(certs / "worker.key")})
+        sec = engine.client_security(mine)
+        assert (sec.tls_ca_file, sec.tls_client_cert) == (ca, str(certs / "worker.pem"))
+        with pytest.raises(QDQError, match=r"TLS needs this worker's certificate.*distributed.comm.tls.worker.cert"):
+            engine.tls_options(tls, role="worker")
+    with dask.config.set({"distributed.comm.tls.ca-file": "/nonexistent/ca.pem"}):
+        with pytest.raises(QDQError, match=r"--tls-ca-file /nonexistent/ca.pem \(Dask's config "
+                                           r"distributed.comm.tls.ca-file\): no such file"):
+            engine.tls_options(tls, {"cert": cert, "key": key})
+    assert engine.client_security("tcp://127.0.0.1:1") is None
+
+
+def test_worker_print_command_passes_tls_on_and_listens_on_loopback_for_a_loopback_scheduler(certs, capsys):
+    from qdq_compiler import cli
+    flags = _tls(certs, "worker")
+    assert cli.main(["worker", "tls://127.0.0.1:8786", *flags, "--targets", "cpu", "--print-command"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{sys.executable} -m distributed.cli.dask_worker tls://127.0.0.1:8786 --resources ")
+    assert out.endswith(f" --no-dashboard --dashboard-address 127.0.0.1:0 {' '.join(flags)} --host 127.0.0.1\n")
+    assert cli.main(["worker", "tls://head.lab:8786", *flags, "--targets", "cpu", "--print-command"]) == 0
+    assert capsys.readouterr().out.endswith(f" {' '.join(flags)}\n")   # off this host: Dask's own listening address
+    assert cli.main(["worker", "tcp://[::1]:8786", "--targets", "cpu", "--print-command"]) == 0
+    assert capsys.readouterr().out.endswith(" --host '[::1]'\n")
+    assert engine.worker_command("localhost:8786", ["cpu"])[-2:] == ["--host", "localhost"]

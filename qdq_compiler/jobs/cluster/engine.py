@@ -8,15 +8,22 @@ The profile is a digest of what on the worker's host shapes a target's artifacts
 target's x86-64 level, which multiply-add units it has): an artifact compiled under one profile runs on any
 worker of the same profile, and on no other (an AVX-512 program on a CPU without it). On one machine, or a
 lab of identical hosts, every target has one profile and compiles run on any worker.
+
+A Dask scheduler sends its workers pickled functions to run: whoever reaches it runs code on every device host.
+So a scheduler off this host is reached over TLS (``tls://``, certificates of the cluster's own CA: Dask admits
+any certificate the CA signed, both ways), and plaintext only to loopback or with ``--insecure`` (``parse_address``).
 """
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import socket
+import ssl
 import sys
 import time
+import urllib.parse
 
 from ... import compile as C
 from ... import emit
@@ -26,6 +33,8 @@ from ...errors import QDQError
 BUILD, RUN, DEVICE = "qdq-build", "qdq-run", "qdq-device"
 _BUILD_SLOTS = 64          # compiles a worker takes at once are bounded by its threads, not by this
 LOCAL = "local:"
+TLS_SCHEMES = ("tls", "wss")
+TLS_FLAGS = {"ca_file": "--tls-ca-file", "cert": "--tls-cert", "key": "--tls-key"}
 INSTALL_HINT = "pip install 'qdq-compiler[cluster]' (Dask distributed)"
 
 
@@ -107,27 +116,143 @@ def worker_name(name, address: str) -> str:
 
 
 def worker_command(address: str, names: list[str] | None = None, name: str | None = None,
-                   nthreads: int | None = None) -> list[str]:
-    """Dask's own worker command with this host's resources filled in (what ``qdqc worker`` runs)."""
+                   nthreads: int | None = None, tls: dict | None = None) -> list[str]:
+    """Dask's own worker command with this host's resources filled in (what ``qdqc worker`` runs), with the TLS
+    files given as flags (``tls_options``; Dask reads those of its config itself). A worker of a loopback
+    scheduler listens on loopback (a worker's port runs code as the scheduler's does), and its HTTP server
+    (health, metrics; no dashboard) on loopback always."""
     res = " ".join(f"{k}={v}" for k, v in resources(names).items())
-    cmd = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--resources", res,
-           "--nthreads", str(nthreads or os.cpu_count() or 1), "--no-dashboard"]
+    cmd = [sys.executable, "-m", "distributed.cli.dask_worker", str(address), "--resources", res,
+           "--nthreads", str(nthreads or os.cpu_count() or 1), "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+    for key, value in (tls or {}).items():
+        cmd += [TLS_FLAGS[key], value]
+    host = split_address(str(address))[1]
+    if is_loopback(host):
+        cmd += ["--host", f"[{host}]" if ":" in host else host]
     return cmd + (["--name", name] if name else [])
 
 
-def parse_address(address: str) -> tuple[str, int]:
-    """("local", N) for ``local:N``, else ("remote", 0) for a scheduler's address; bad text is a QDQError."""
+class Address(str):
+    """A scheduler's address as the command line checked it (``cli_cluster.cluster_address``), with the TLS files
+    its flags name (``tls_options``) and whether ``--insecure`` allows plaintext off this host; a str, so messages
+    and reports show the text."""
+
+    def __new__(cls, text: str, tls: dict | None = None, insecure: bool = False):
+        self = super().__new__(cls, text)
+        self.tls, self.insecure = dict(tls or {}), bool(insecure)
+        return self
+
+
+def split_address(text: str) -> tuple[str, str]:
+    """(scheme, host) of a scheduler's address from its text alone, nothing resolved: ("tcp", "head") for
+    ``head:8786`` (Dask's default scheme); host "" where none can be read."""
+    scheme, sep, rest = text.strip().partition("://")
+    if not sep:
+        scheme, rest = "tcp", text.strip()
+    try:
+        host = urllib.parse.urlsplit("//" + rest).hostname or ""
+    except ValueError:
+        host = ""
+    return scheme.lower(), host
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost, read from the text (a name is never looked up: any other is off this host)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _named(arg: str, address) -> str:
+    return f"qdqc worker {address}" if arg == "address" else f"{arg} {address}"
+
+
+def parse_address(address: str, insecure: bool | None = None, arg: str = "--cluster") -> tuple[str, int]:
+    """("local", N) for ``local:N``, else ("remote", 0) for a scheduler's address; bad text, or plaintext to a
+    host other than this one without ``insecure`` (default: the Address's own), is a QDQError naming ``arg``."""
     text = str(address).strip()
     if text.startswith(LOCAL):
         n = text[len(LOCAL):]
         if not n.isdigit() or int(n) < 1:
             raise QDQError(f"--cluster {address!r}: expected local:N with N >= 1 worker processes, or a "
-                           f"scheduler's address such as tcp://head:8786", arg="--cluster")
+                           f"scheduler's address such as tls://head:8786", arg="--cluster")
         return "local", int(n)
     if not text or " " in text:
-        raise QDQError(f"--cluster {address!r}: expected a scheduler's address such as tcp://head:8786 or "
-                       f"head:8786, or local:N", arg="--cluster")
+        raise QDQError(f"{arg} {address!r}: expected a scheduler's address such as tls://head:8786 or "
+                       f"127.0.0.1:8786" + (", or local:N" if arg == "--cluster" else ""), arg=arg)
+    scheme, host = split_address(text)
+    if insecure is None:
+        insecure = getattr(address, "insecure", False)
+    if scheme not in TLS_SCHEMES and not is_loopback(host) and not insecure:
+        rest = text.partition("://")[2] or text
+        raise QDQError(f"{_named(arg, text)}: plaintext to a scheduler off this host, where anyone who can reach it "
+                       f"runs code on every worker (a Dask scheduler sends them pickled functions): use "
+                       f"tls://{rest} with --tls-ca-file, --tls-cert and --tls-key (README, Validating across "
+                       f"machines), or --insecure on a network you trust", arg=arg)
     return "remote", 0
+
+
+def _dask_config(key: str):
+    try:
+        import dask.config
+    except ImportError:
+        return None
+    return dask.config.get(key, None)
+
+
+def tls_options(address, flags: dict | None = None, role: str = "client", arg: str = "--cluster") -> dict:
+    """The TLS flags given (ca_file, cert, key: their paths) for ``role`` ("client": validate and build; "worker")
+    at ``address``, checked before anything starts. Each flag wins over Dask's config (distributed.comm.tls.ca-file,
+    .<role>.cert, .<role>.key), which fills what a flag leaves out. A tls:// address needs a CA file and a
+    certificate (whose file may hold the key); a plaintext one or ``local:N`` takes none."""
+    flags = {k: v for k, v in (flags or {}).items() if v}
+    text = str(address).strip()
+    if text.startswith(LOCAL) or split_address(text)[0] not in TLS_SCHEMES:
+        if flags:
+            flag = TLS_FLAGS[next(iter(flags))]
+            raise QDQError(f"{flag} applies to a tls:// scheduler address, not {text}: write tls://host:port (a "
+                           f"scheduler started with the TLS flags)", arg=flag)
+        return {}
+    config = {"ca_file": "distributed.comm.tls.ca-file", "cert": f"distributed.comm.tls.{role}.cert",
+              "key": f"distributed.comm.tls.{role}.key"}
+    files = {k: flags.get(k) or _dask_config(key) for k, key in config.items()}
+    for k, what in (("ca_file", "the cluster's CA certificate"), ("cert", f"this {role}'s certificate")):
+        if not files[k]:
+            raise QDQError(f"{_named(arg, text)}: TLS needs {what}, which is not given: {TLS_FLAGS[k]} PATH (or "
+                           f"Dask's config {config[k]})", arg=TLS_FLAGS[k])
+    if any("\n" in v for v in files.values() if v):   # certificates in Dask's config itself: Dask checks them
+        return flags
+
+    def source(k):
+        return f"{TLS_FLAGS[k]} {files[k]}" + ("" if k in flags else f" (Dask's config {config[k]})")
+    for k, v in files.items():
+        if v and not os.path.isfile(v):
+            raise QDQError(f"{source(k)}: no such file", arg=TLS_FLAGS[k])
+    try:
+        ctx = ssl.create_default_context(cafile=files["ca_file"])
+    except (ssl.SSLError, OSError) as e:
+        raise QDQError(f"{source('ca_file')}: not a PEM CA certificate ({e})", arg="--tls-ca-file") from None
+    try:
+        ctx.load_cert_chain(files["cert"], files["key"])
+    except (ssl.SSLError, OSError) as e:
+        key = f" and {source('key')}" if files["key"] else " (no --tls-key: the key in its file)"
+        raise QDQError(f"{source('cert')}{key}: not a PEM certificate and its private key ({e})",
+                       arg="--tls-cert") from None
+    return flags
+
+
+def client_security(address):
+    """Dask's Security of a client of ``address``: None over plaintext; for tls:// the flags' files (the Address's)
+    over Dask's config."""
+    flags = tls_options(address, getattr(address, "tls", None), "client")
+    if split_address(str(address))[0] not in TLS_SCHEMES:
+        return None
+    from distributed.security import Security
+    names = {"ca_file": "tls_ca_file", "cert": "tls_client_cert", "key": "tls_client_key"}
+    return Security(require_encryption=True, **{names[k]: v for k, v in flags.items()})
 
 
 CONNECT_ENV = "QDQ_CLUSTER_TIMEOUT"
@@ -174,10 +299,13 @@ def connect(address: str):
         client = distributed.Client(cluster)
         client.wait_for_workers(n)
         return client, cluster
+    security = client_security(address)
     try:
-        client = distributed.Client(address, timeout=f"{connect_timeout_s()}s")
+        client = distributed.Client(str(address), timeout=f"{connect_timeout_s()}s", security=security)
     except (OSError, TimeoutError) as e:
-        raise QDQError(f"--cluster {address}: cannot reach a Dask scheduler there ({e}); start one with "
+        tls = ("; over TLS, this client and the scheduler hold certificates of one CA (--tls-ca-file)"
+               if security is not None else "")
+        raise QDQError(f"--cluster {address}: cannot reach a Dask scheduler there ({e}){tls}; start one with "
                        f"'dask scheduler' and workers with 'qdqc worker {address}'", arg="--cluster") from None
     return client, None
 
