@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiers  # noqa: E402  (tests/tiers.py, on the path just above)
 # Tests share one artifact cache per run unless the caller set one.
 os.environ.setdefault("QDQ_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".qdq_cache"))
 # One lavapipe thread per test process (tools/run_tests.py says why), unless the caller chose.
@@ -30,7 +31,43 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sample(every): the CI tier runs one in `every` of this test's cases "
+                                       "(tests/tiers.py); the full tier runs all")
+
+
+def pytest_report_header(config):
+    return (f"test tier: {tiers.tier()} ({tiers.TIER_VARIABLE}; the full tier: python tools/run_tests.py --full)")
+
+
+def _sampled_out(items):
+    """The CI tier's sample of each test marked ``sample(every=N)`` (tests/tiers.py): the first case of each test
+    function and those whose parameter id hashes to 0 mod N."""
+    if tiers.full():
+        return []
+    first, out = set(), []
+    for item in items:
+        mark = item.get_closest_marker("sample")
+        if mark is None:
+            continue
+        every = mark.kwargs.get("every", mark.args[0] if mark.args else 1)
+        function = item.nodeid.split("[", 1)[0]
+        param = item.nodeid[len(function):]
+        if function not in first:
+            first.add(function)
+            continue
+        if not tiers.kept(param, every):
+            out.append(item)
+    return out
+
+
 def pytest_collection_modifyitems(config, items):
+    out = _sampled_out(items)
+    if out:
+        dropped = set(map(id, out))
+        items[:] = [item for item in items if id(item) not in dropped]
+        config.hook.pytest_deselected(items=out)
+
     def rank(item):
         return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
     items.sort(key=rank)   # stable: the rest keep their order

@@ -10,6 +10,7 @@ from checks import assert_matches_case
 from goldens import (case_ids, error_cases, half_cases, is_per_channel_given_range, kwargs_of, success_cases,
                      POLICY_ERROR_KINDS)
 from targets_util import RUN_TARGETS, require
+import tiers
 
 SUCCESS = success_cases()
 HALF = tuple(c for c in half_cases() if "outputs" in c["expect"] and not c.get("deviation"))
@@ -24,7 +25,11 @@ HALF_SAMPLE = tuple(c for i, c in enumerate(HALF) if i % 20 == 0 or {"spec", "ti
 # 3,782 cases took 60-150 s of CI), a sample that still runs every configuration: each configuration's first
 # case, every case whose tags meet that target's quirks, and every sixth (~1/3). The whole set on that target:
 # `qdqc validate --targets vulkan` (its cells run 190-333 golden cases each).
-SAMPLED_TARGETS = {"vulkan": {"spec", "nan", "empty", "large", "subnormal_intermediate"}}
+# The CI tier (tests/tiers.py) samples vmvx (every third) and cpu (every second) the same way; the full tier runs
+# every case on every target, the 16-bit ones included.
+QUIRKS = {"spec", "nan", "empty", "large", "subnormal_intermediate"}
+SAMPLED_TARGETS = {"vulkan": QUIRKS}
+CI_EVERY = {"vulkan": 6, "vmvx": 3, "cpu": 2}
 
 
 def _config_key(case, target: str) -> str:
@@ -49,7 +54,7 @@ def test_compiled_matches_tf(target):
     """One test per target over all cases (a sample on SAMPLED_TARGETS), so that a failure lists every
     mismatching case at once."""
     require(target)
-    cases = golden_sample(SUCCESS, target, SAMPLED_TARGETS[target]) if target in SAMPLED_TARGETS else SUCCESS
+    cases = SUCCESS if tiers.full() else golden_sample(SUCCESS, target, QUIRKS, CI_EVERY.get(target, 1))
     failures = []
     for case in cases:
         kw = kwargs_of(case)
@@ -62,14 +67,16 @@ def test_compiled_matches_tf(target):
 
 
 def test_the_sample_runs_every_configuration_of_the_goldens():
-    """The sampled targets still compile and run every configuration the goldens reach."""
-    for target, tags in SAMPLED_TARGETS.items():
-        def configs(cases):
-            return {_config_key(c, target) for c in cases}
-        sample = golden_sample(SUCCESS, target, tags)
-        assert configs(sample) == configs(SUCCESS) and len(sample) < len(SUCCESS) / 2, target
+    """The CI tier's samples still compile and run every configuration the goldens reach, on every target."""
+    def configs(cases, target):
+        return {_config_key(c, target) for c in cases}
+    for target, every in CI_EVERY.items():
+        sample = golden_sample(SUCCESS, target, QUIRKS, every)
+        assert configs(sample, target) == configs(SUCCESS, target), target
+        assert len(sample) < len(SUCCESS) * (1 / every + 0.25), (target, len(sample), len(SUCCESS))
+    for target in SAMPLED_TARGETS:
         half = golden_sample(HALF, target, {"spec"}, 25)
-        assert configs(half) == configs(HALF) and len(half) < len(HALF_SAMPLE), target
+        assert configs(half, target) == configs(HALF, target) and len(half) < len(HALF_SAMPLE), target
 
 
 @pytest.mark.parametrize("target", RUN_TARGETS)
@@ -81,8 +88,8 @@ def test_compiled_matches_tf_in_16_bit(target):
     failures = []
     # Vulkan: every configuration, the spec's cases and every 25th (its calls are the slow ones; vmvx keeps
     # HALF_SAMPLE, whose inf + narrow cases meet its NaN zero point).
-    cases = HALF if target == "cpu" else golden_sample(HALF, target, {"spec"}, 25) if target in SAMPLED_TARGETS \
-        else HALF_SAMPLE
+    cases = HALF if target == "cpu" or tiers.full() else golden_sample(HALF, target, {"spec"}, 25) \
+        if target in SAMPLED_TARGETS else HALF_SAMPLE
     for case in cases:
         kw = kwargs_of(case)
         try:

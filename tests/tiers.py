@@ -1,0 +1,45 @@
+"""The suite's two tiers, and the one rule that samples the CI tier (README, "Test tiers").
+
+``full`` (``python tools/run_tests.py --full``) runs every case on every target here. ``ci`` (the default, and
+``.ci/run``) runs every test function, but of the widest ones a fixed sample:
+
+* a test marked ``@pytest.mark.sample(every=N)`` keeps the parametrized cases whose id hashes to 0 mod N (CRC-32
+  of the id inside the brackets), and always its first case, so that every test function runs in CI;
+* a test that loops over many reference cases itself calls ``sample(cases, every=N, key=...)``, which keeps the
+  cases whose key hashes to 0 mod N, and the first.
+
+The rule depends on nothing but the ids: the same cases every run, on every machine, whatever else is added.
+The deselected cases are counted in pytest's summary line ("N deselected").
+"""
+from __future__ import annotations
+
+import os
+import zlib
+
+TIER_VARIABLE = "QDQ_TEST_TIER"
+TIERS = ("ci", "full")
+
+
+def tier() -> str:
+    value = os.environ.get(TIER_VARIABLE, "ci")
+    if value not in TIERS:
+        raise ValueError(f"{TIER_VARIABLE}={value!r}: allowed: {', '.join(TIERS)}")
+    return value
+
+
+def full() -> bool:
+    return tier() == "full"
+
+
+def kept(key: str, every: int) -> bool:
+    """Whether the CI tier keeps the case called ``key`` of a test sampled one in ``every``."""
+    return every <= 1 or zlib.crc32(str(key).encode()) % every == 0
+
+
+def sample(cases, every: int, key=str):
+    """``cases`` in the full tier; in the CI tier the first case and those whose ``key`` hashes to 0 mod
+    ``every``, in their order."""
+    cases = list(cases)
+    if full() or every <= 1:
+        return cases
+    return [c for i, c in enumerate(cases) if i == 0 or kept(key(c), every)]
