@@ -57,6 +57,9 @@ def test_numpy_conversions_match_ml_dtypes(name):
     want = codes.astype(U[t.np.itemsize]).view(t.np).astype(np.float32)
     assert np.array_equal(storage.decode(codes, t).view(np.uint32), want.view(np.uint32))
     x = _boundaries(t)
+    if t.name == "float8_e8m0fnu":   # ml_dtypes 0.6 rounds (2^-127, 1.5 * 2^-127) up; the test below, by the text
+        bits = x.view(np.uint32)
+        x = x[(bits <= 0x400000) | (bits >= 0x600000)]
     with np.errstate(all="ignore"):
         ml = x.astype(t.np).view(U[t.np.itemsize]).astype(np.int64)
     assert np.array_equal(storage.encode(x, t, saturate=False), ml)
