@@ -3,7 +3,8 @@ FakeQuant nudge, bit views and ULP distances.
 
 TF's CPU kernels run with FTZ+DAZ (denormals flushed on input and output of every float
 instruction), round-to-nearest, and no FMA. NumPy does neither flushing, so the oracle applies
-``flush`` where a subnormal can appear: on inputs (DAZ) and after each arithmetic step (FTZ).
+``flush`` where a subnormal can appear: on inputs (DAZ) and after each arithmetic step (FTZ); products
+and quotients take ``ftz_mul``/``ftz_div``, which flush as x86 does (tininess after rounding).
 The emitter uses the same functions for the constants it bakes (FakeQuantWithMinMaxArgs' nudged range,
 the integer range of QuantizeAndDequantize); both import them from here, explicitly.
 """
@@ -58,9 +59,46 @@ def flush_f32(v: float) -> float:
 
 
 def ftz(fn):
-    """Call a NumPy arithmetic step with FP warnings silenced and flush its result."""
+    """Call a NumPy arithmetic step with FP warnings silenced and flush its result (sums and differences:
+    products and quotients take ``ftz_mul``/``ftz_div``)."""
     with np.errstate(all="ignore"):
         return flush(fn())
+
+
+def _x86_ftz(op, a, b, double_a: bool) -> np.ndarray:
+    """``op(a, b)`` as x86 leaves it under FTZ: a zero of its sign where the same operation with one operand
+    doubled (exact) is below twice the smallest normal, i.e. where the result rounded with an unbounded
+    exponent is below the smallest normal (tininess after rounding). Only a result of at most the smallest
+    normal can be one, so the doubled operation runs only when there is such a result."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(all="ignore"):
+        r = np.asarray(op(a, b))
+        tiny = _tiny(r.dtype)
+        if tiny is None:
+            return r
+        mag = np.abs(r)
+        near = (mag <= tiny) & (mag != 0)
+        if not near.any():
+            return r
+        two = r.dtype.type(2)
+        doubled = op(a.astype(r.dtype) * two, b) if double_a else op(a, b.astype(r.dtype) * two)
+        under = near & (np.abs(doubled) < 2 * tiny)
+    return np.where(under, np.copysign(np.zeros((), r.dtype), r), r).astype(r.dtype)
+
+
+def ftz_mul(a, b) -> np.ndarray:
+    """``a * b`` as x86 computes it under FTZ (TF's CPU kernels, XLA:CPU, IREE's CPU threads); operands
+    already flushed (DAZ). Flushing NumPy's product is not the same: one in [tiny*(1 - 2^-p),
+    tiny*(1 - 2^-(p+1))) rounds up to ``tiny`` on the subnormal grid, and x86 gives 0 (measured: TF 2.21
+    multiplies 0x3f7fffff by 2^-126 to 0). a*(2b) is exact and rounds at full precision down to half the
+    smallest normal, so it decides the tininess (as ``fma(ftz=True)``)."""
+    return _x86_ftz(np.multiply, a, b, double_a=False)
+
+
+def ftz_div(a, b) -> np.ndarray:
+    """``a / b`` as x86 computes it under FTZ (see ``ftz_mul``; (2a)/b decides). Only an exact quotient by a
+    power of two can land in that sliver (0x3f7fffff / 2^126 is 0 on x86, 2^-126 in NumPy)."""
+    return _x86_ftz(np.divide, a, b, double_a=True)
 
 
 def round_half_away_from_zero(x: np.ndarray) -> np.ndarray:
@@ -179,17 +217,17 @@ def nudge(mn, mx, num_bits: int, narrow: bool) -> Nudged:
     qminf, qmaxf = F32(quant_min), F32(quant_max)
     levels = F32(qmaxf - qminf)
     diff = ftz(lambda: mx - mn)
-    scale = ftz(lambda: diff / levels)
-    inv = ftz(lambda: levels / diff)
-    zpf = ftz(lambda: qminf - ftz(lambda: mn / scale))
+    scale = ftz_div(diff, levels)
+    inv = ftz_div(levels, diff)
+    zpf = ftz(lambda: qminf - ftz_div(mn, scale))
     with np.errstate(invalid="ignore"):
         rounded = round_half_away_from_zero(zpf)
         # static_cast<uint16>(NaN) is 0 on x86 (cvttss2si gives 0x80000000, truncated).
         rounded = np.where(np.isnan(rounded), 0.0, rounded)
         zp = np.where(zpf < qminf, quant_min, np.where(zpf > qmaxf, quant_max, rounded)).astype(F32)
-    nudged_min = ftz(lambda: (qminf - zp) * scale).astype(F32)
-    nudged_max = ftz(lambda: (qmaxf - zp) * scale).astype(F32)
-    qzero = np.floor(ftz(lambda: ftz(lambda: -nudged_min * inv) + F32(0.5))).astype(F32)
+    nudged_min = ftz_mul(qminf - zp, scale).astype(F32)
+    nudged_max = ftz_mul(qmaxf - zp, scale).astype(F32)
+    qzero = np.floor(ftz(lambda: ftz_mul(-nudged_min, inv) + F32(0.5))).astype(F32)
     return Nudged(nudged_min, nudged_max, scale.astype(F32), inv.astype(F32), qzero,
                   (mn == 0) & (mx == 0))
 

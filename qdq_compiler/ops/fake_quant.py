@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import fmt_number, shape_text
-from ..numerics import F32, Nudged, flush, flush_f32, nudge, quant_levels
+from ..numerics import F32, Nudged, flush, flush_f32, ftz_div, ftz_mul, nudge, quant_levels
 from . import fake_quant_xla as xla
 from .family import FLAT, LAST, Family
 from .rules import Rules
@@ -63,9 +63,9 @@ def fake_quant(x, n: Nudged, *, divides: bool, zero_special: bool):
         c = np.where(n.nudged_max < xf, n.nudged_max, xf)
         c = np.where(c < n.nudged_min, n.nudged_min, c)
         s = flush(c - n.nudged_min)
-        t = flush(s / n.scale) if divides else flush(s * n.inv)
+        t = ftz_div(s, n.scale) if divides else ftz_mul(s, n.inv)
         t = flush(t - n.qzero) + F32(0.5)
-        out = flush((np.floor(t) * n.scale).astype(F32))
+        out = ftz_mul(np.floor(t), n.scale).astype(F32)
     if zero_special and n.zero_range.any():
         out = np.where(n.zero_range, F32(0.0), out).astype(F32)
     return out.astype(F32, copy=False)

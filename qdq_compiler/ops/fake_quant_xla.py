@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import F32, Nudged, flush, fma, quant_levels, xla_max, xla_min
+from ..numerics import F32, Nudged, flush, fma, ftz_div, ftz_mul, quant_levels, xla_max, xla_min
 
 
 def _op(fn, *xs):
-    """One float32 operation under DAZ (operands) and FTZ (result)."""
+    """One float32 operation under DAZ (operands) and FTZ (result; products and quotients by ``ftz_mul``,
+    ``ftz_div``: x86 flushes by tininess after rounding)."""
     with np.errstate(all="ignore"):
         return flush(np.asarray(fn(*[flush(np.asarray(x, F32)) for x in xs]), F32))
 
@@ -55,20 +56,22 @@ def nudge_device(mn, mx, num_bits: int, narrow: bool, single_channel: bool = Fal
     qminf, qmaxf, levels = F32(qmin), F32(qmax), F32(qmax - qmin)
     mn, mx = np.asarray(mn, F32), np.asarray(mx, F32)
     diff = _op(np.subtract, mx, mn)
-    scale = _op(np.multiply, diff, F32(1) / levels)
+    scale = _op(ftz_mul, diff, F32(1) / levels)
     if single_channel:
-        zpf = _op(np.subtract, qminf, _op(np.divide, _op(np.multiply, mn, levels), diff))
-        inv = _op(np.divide, levels, diff)
+        zpf = _op(np.subtract, qminf, _op(ftz_div, _op(ftz_mul, mn, levels), diff))
+        inv = _op(ftz_div, levels, diff)
     else:
-        zpf = _op(np.subtract, qminf, _op(np.divide, mn, scale))
-        inv = _op(np.divide, F32(1), scale)
+        zpf = _op(np.subtract, qminf, _op(ftz_div, mn, scale))
+        inv = _op(ftz_div, F32(1), scale)
     zp = _zero_point(zpf, qminf, qmaxf, _round_half_away(zpf))
-    return Nudged(_op(np.multiply, qminf - zp, scale), _op(np.multiply, qmaxf - zp, scale), scale, inv,
+    return Nudged(_op(ftz_mul, qminf - zp, scale), _op(ftz_mul, qmaxf - zp, scale), scale, inv,
                   F32(0), np.zeros(np.shape(mn), bool))
 
 
 def nudge_folded(mn: float, mx: float, num_bits: int, narrow: bool) -> Nudged:
-    """Args' range, folded at compile time by the MLIR bridge (lower_tf.cc) and XLA's constant folding."""
+    """Args' range, folded at compile time by the MLIR bridge (lower_tf.cc) and XLA's constant folding: IEEE
+    arithmetic, each result then flushed, but no x86 tininess test (measured with TF 2.21: 2-bit narrow with
+    max - min = 0x00ffffff keeps scale = 2^-126, where the kernels' FTZ gives 0)."""
     qmin, qmax = quant_levels(num_bits, narrow)
     qminf, qmaxf, levels = F32(qmin), F32(qmax), F32(qmax - qmin)
     diff = _op(np.subtract, F32(mx), F32(mn))
@@ -86,10 +89,10 @@ def nudge_host(mn: float, mx: float, num_bits: int, narrow: bool) -> Nudged:
     """tf2xla's CpuNudge (ArgsGradient): float32 C++ on the host, FTZ/DAZ, std::round."""
     qmin, qmax = quant_levels(num_bits, narrow)
     qminf, qmaxf = F32(qmin), F32(qmax)
-    scale = _op(np.divide, _op(np.subtract, F32(mx), F32(mn)), _op(np.subtract, qmaxf, qminf))
-    zpf = _op(np.subtract, qminf, _op(np.divide, F32(mn), scale))
+    scale = _op(ftz_div, _op(np.subtract, F32(mx), F32(mn)), _op(np.subtract, qmaxf, qminf))
+    zpf = _op(np.subtract, qminf, _op(ftz_div, F32(mn), scale))
     zp = _zero_point(zpf, qminf, qmaxf, _round_half_away(zpf))
-    return Nudged(_op(np.multiply, qminf - zp, scale), _op(np.multiply, qmaxf - zp, scale), scale, F32(0),
+    return Nudged(_op(ftz_mul, qminf - zp, scale), _op(ftz_mul, qmaxf - zp, scale), scale, F32(0),
                   F32(0), np.zeros((), bool))
 
 

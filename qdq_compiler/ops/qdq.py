@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import Checker, QDQError, QDQTypeError, axes_text, fmt_number, shape_text
-from ..numerics import flush, ftz, int_range, int_to, three_d
+from ..numerics import flush, ftz_div, ftz_mul, int_range, int_to, three_d
 from . import qdq_xla
 from .family import Family
 from .rules import Rules
@@ -66,13 +66,13 @@ def compute_range(qmin: np.ndarray, qmax: np.ndarray, lo: np.ndarray, hi: np.nda
     """
     big = np.finfo(lo.dtype).max
     with np.errstate(all="ignore"):
-        s_lo = np.where(ftz(lambda: qmin * lo) > 0, ftz(lambda: qmin / lo), big)
-        s_hi = np.where(ftz(lambda: qmax * hi) > 0, ftz(lambda: qmax / hi), big)
+        s_lo = np.where(ftz_mul(qmin, lo) > 0, ftz_div(qmin, lo), big)
+        s_hi = np.where(ftz_mul(qmax, hi) > 0, ftz_div(qmax, hi), big)
         use_lo = s_lo < s_hi  # strict: ties go to the max side
         scale = np.where(use_lo, s_lo, s_hi)
-        inv = np.where(use_lo, ftz(lambda: lo / qmin), ftz(lambda: hi / qmax))
-        new_hi = np.where(use_lo, ftz(lambda: qmax * inv), hi)
-        new_lo = np.where(use_lo, lo, ftz(lambda: qmin * inv))
+        inv = np.where(use_lo, ftz_div(lo, qmin), ftz_div(hi, qmax))
+        new_hi = np.where(use_lo, ftz_mul(qmax, inv), hi)
+        new_lo = np.where(use_lo, lo, ftz_mul(qmin, inv))
     return new_lo.astype(lo.dtype), new_hi.astype(lo.dtype), scale.astype(lo.dtype), inv.astype(lo.dtype)
 
 
@@ -83,9 +83,9 @@ def quantize(x, lo, hi, scale, inv, *, clamp: bool, half_up: bool):
         if clamp:
             t = np.where(hi < x, hi, x)      # Eigen cwiseMin/cwiseMax: NaN passes, ties keep x
             x = np.where(t < lo, lo, t)
-        v = x * scale                        # a subnormal v rounds to ±0 either way: no flush needed
+        v = ftz_mul(x, scale)
         r = np.floor(v + T.type(0.5)) if half_up else np.rint(v)
-        return flush((r * inv).astype(T))
+        return ftz_mul(r, inv).astype(T)
 
 
 def qdq_forward(x, lo, hi, *, signed, num_bits, narrow, range_given, half_up, axis):

@@ -27,6 +27,7 @@ import ml_dtypes
 import numpy as np
 
 from ..numerics import fma as _fma
+from ..numerics import ftz_div, ftz_mul
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -75,10 +76,10 @@ class Arith:
             return self.rnd(f(*[np.asarray(a, self.C) for a in args]))
 
     def mul(self, a, b):
-        return self.op(np.multiply, a, b)
+        return self.op(ftz_mul, a, b)
 
     def div(self, a, b):
-        return self.op(np.divide, a, b)
+        return self.op(ftz_div, a, b)
 
     def add(self, a, b):
         return self.op(np.add, a, b)
