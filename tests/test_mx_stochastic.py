@@ -15,6 +15,7 @@ import qdq_compiler as q
 from qdq_compiler import QDQError
 from qdq_compiler.ops import mx_stochastic as S
 from targets_util import require as require_target
+import tiers
 
 TEMPLATES = Path(S.__file__).resolve().parent.parent.parent / "templates"
 
@@ -177,13 +178,16 @@ def _x(shape, seed=0):
 
 @pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
 def test_compiled_is_the_references_bits(target):
-    """fake_quantize and quantize, every format on cpu (every other one on vmvx and Vulkan; one rule each, in turn),
+    """fake_quantize and quantize, every format on cpu (in the CI tier the half vmvx does not run; every other one
+    on vmvx and Vulkan; one rule each, in turn),
     blocks along the last axis and along a middle one with a shorter last block: the oracle's bits (its words from
     ops/mx_stochastic.py)."""
     require_target(target)
     elems = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1", "mxint8")
     for i, elem in enumerate(elems):
         if target != "cpu" and i % 2 != ("vmvx", "vulkan").index(target):
+            continue
+        if target == "cpu" and i % 2 == 0 and not tiers.full():   # the CI tier: vmvx's half runs there
             continue
         rule = ("floor", "ceil", "even", "rceil")[i % 4]
         for shape, axis in (((5, 64), -1), ((3, 33, 2), 1)):
