@@ -43,3 +43,30 @@ def sample(cases, every: int, key=str):
     if full() or every <= 1:
         return cases
     return [c for i, c in enumerate(cases) if i == 0 or kept(key(c), every)]
+
+
+# The lit suite's CI tier: every test, but of the oracle-generated end-to-end files of the slower drivers
+# (lit_tests/e2e/vmvx, lit_tests/e2e/vulkan: one file an op, each a compile per case) one in LIT_E2E_EVERY, by
+# the same rule on "<target>/<file name>" (so each target samples other ops), and always each folder's first
+# file. The cpu folder runs whole: it holds every op's cases, and llvm-cpu is what most users deploy.
+LIT_E2E_SAMPLED = ("vmvx", "vulkan")
+LIT_E2E_EVERY = 3
+
+
+def lit_tests(lit_root) -> list:
+    """The lit test files this tier runs (paths under ``lit_root``), in order."""
+    from pathlib import Path
+    root = Path(lit_root)
+    files = sorted(p for p in root.rglob("*.test") if "Output" not in p.relative_to(root).parts)
+    if full():
+        return files
+    out, firsts = [], set()
+    for p in files:
+        rel = p.relative_to(root).parts
+        if len(rel) == 3 and rel[0] == "e2e" and rel[1] in LIT_E2E_SAMPLED:
+            first = rel[1] not in firsts
+            firsts.add(rel[1])
+            if not first and not kept(f"{rel[1]}/{rel[2]}", LIT_E2E_EVERY):
+                continue
+        out.append(p)
+    return out
