@@ -39,19 +39,19 @@ class _Session:
         self.driver = driver
         self.device = rt.get_driver(driver).create_default_device()
         self.config = rt.Config(device=self.device)
-        self.functions: dict[str, object] = {}
+        self.functions: dict[tuple[str, str], object] = {}   # (module key, function name) -> function
 
     def function(self, key: str, vmfb: bytes, name: str):
         """The IREE function ``name`` of the module ``vmfb`` (cached by ``key``) on this session's device."""
-        fn = self.functions.get(key)
+        fn = self.functions.get((key, name))
         if fn is None:
             import iree.runtime as rt
             with _lock:
-                fn = self.functions.get(key)
+                fn = self.functions.get((key, name))
                 if fn is None:
                     module = rt.VmModule.copy_buffer(self.config.vm_instance, vmfb)
                     ctx = rt.SystemContext(vm_modules=[module], config=self.config)
-                    fn = self.functions[key] = ctx.modules.module[name]
+                    fn = self.functions[(key, name)] = ctx.modules.module[name]
         return fn
 
 

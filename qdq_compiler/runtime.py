@@ -61,7 +61,7 @@ from .host_memory import (_ETYPES, DEFAULT_IMPORT_ALIGNMENT, RESOURCE_ALIGNMENT_
 from .host_memory import _Keep, empty_aligned  # noqa: F401  (re-exported: runtime.empty_aligned is public)
 
 _lock = threading.RLock()
-_functions: dict[tuple[str, str], "LoadedFunction"] = {}
+_functions: dict[tuple[str, str, str], "LoadedFunction"] = {}   # (driver, module key, function name)
 
 
 def _require_no_conflict(driver: str):
@@ -382,12 +382,12 @@ def load(driver: str, key: str, vmfb: bytes, function: str,
     """
     if _MT is None:
         _init_constants()
-    f = _functions.get((driver, key))
+    f = _functions.get((driver, key, function))
     if f is not None:
         return f
     f = LoadedFunction(driver, key, vmfb, function, import_alignment)
     with _lock:
-        return _functions.setdefault((driver, key), f)
+        return _functions.setdefault((driver, key, function), f)
 
 
 def _release_all():

@@ -14,7 +14,7 @@ from qdq_compiler import QDQError, QDQTypeError, goldens, ops
 from qdq_compiler.numerics import bit_equal
 from qdq_compiler.validation import public_sum_agrees
 
-from checks import failures_of
+from checks import compile_ahead, failures_of
 from goldens import decode
 from targets_util import RUN_TARGETS, dumped_dispatches, require
 
@@ -82,6 +82,7 @@ def test_compiled_matches_pytorch(op, target):
     cases = [c for c in _cases(op) if "outputs" in c["expect"]]
     if target != "cpu" and op in SAMPLED_OFF_CPU:
         cases = [c for c in cases if SAMPLED_OFF_CPU[op](c["id"])]
+    compile_ahead(lambda c=c: fn(**_kwargs(c), target=target) for c in cases)
     failures = failures_of(cases, lambda c: _check(lambda **kw: fn(**kw, target=target), c, sums_free=True))
     assert not failures, f"{len(failures)} of {len(cases)} differ on {target}:\n" + "\n".join(failures[:20])
     assert len(cases) >= 8

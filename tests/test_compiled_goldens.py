@@ -6,7 +6,7 @@ import pytest
 from qdq_compiler import QDQError
 from qdq_compiler import raw_ops as compiled
 
-from checks import assert_matches_case
+from checks import assert_matches_case, compile_ahead
 from goldens import (case_ids, error_cases, half_cases, is_per_channel_given_range, kwargs_of, success_cases,
                      POLICY_ERROR_KINDS)
 from targets_util import RUN_TARGETS, require
@@ -55,6 +55,7 @@ def test_compiled_matches_tf(target):
     mismatching case at once."""
     require(target)
     cases = SUCCESS if tiers.full() else golden_sample(SUCCESS, target, QUIRKS, CI_EVERY.get(target, 1))
+    compile_ahead(lambda c=c: getattr(compiled, c["op"])(**kwargs_of(c), target=target) for c in cases)
     failures = []
     for case in cases:
         kw = kwargs_of(case)
@@ -90,6 +91,7 @@ def test_compiled_matches_tf_in_16_bit(target):
     # HALF_SAMPLE, whose inf + narrow cases meet its NaN zero point).
     cases = HALF if target == "cpu" or tiers.full() else golden_sample(HALF, target, {"spec"}, 25) \
         if target in SAMPLED_TARGETS else HALF_SAMPLE
+    compile_ahead(lambda c=c: getattr(compiled, c["op"])(**kwargs_of(c), target=target) for c in cases)
     for case in cases:
         kw = kwargs_of(case)
         try:

@@ -6,7 +6,7 @@ attribute sets: dynamic shapes at 1000 elements, static shapes (f32) at 4096.
 """
 import pytest
 
-from qdq_compiler import ops
+from qdq_compiler import ops, targets
 from qdq_compiler.config import layout_of
 from qdq_compiler.jobs import validate as V
 
@@ -33,6 +33,22 @@ _STATIC_SAMPLE = set({_static_kind(e): e for e in reversed(ENTRIES) if e.static}
 
 
 CELLS = [(e, t) for e in ENTRIES for t in RUN_TARGETS if not (e.static and t != "cpu" and e not in _STATIC_SAMPLE)]
+CELL_SET = set(CELLS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_together():
+    """The cells' artifacts, many to a module, before the cells run: as `qdqc validate` compiles them
+    (jobs/validate/run.precompile). Under xdist each worker asks for the same modules, and the cache's lock lets
+    one compile each while the other waits and loads it."""
+    from qdq_compiler.jobs.validate.run import precompile
+    here = [t for t in RUN_TARGETS if targets.get(t).availability()[0]]
+    for static, sizes in ((True, (4096,)), (False, (1000,))):
+        entries = [e for e in ENTRIES if e.static == static]
+        cases = {e.name: V.bound_calls(e, sizes, 7, goldens=False) for e in entries}
+        for t in here:
+            mine = [e for e in entries if (e, t) in CELL_SET]
+            precompile(mine, [t], sizes, 1, "off", {e.name: cases[e.name] for e in mine})
 
 
 @pytest.mark.parametrize("entry,target", CELLS, ids=[f"{e.name}-{t}" for e, t in CELLS])

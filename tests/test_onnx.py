@@ -19,6 +19,7 @@ from qdq_compiler import QDQError, onnx_ops, storage, targets
 from qdq_compiler.oracle import onnx_ops as onnx_oracle
 
 import onnx_goldens as G
+from checks import compile_ahead
 from targets_util import RUN_TARGETS, require
 import tiers
 
@@ -214,6 +215,7 @@ def test_goldens(op, target):
     cases = list(_golden_cases(op, target))
     if target != "oracle":   # the CI tier: one compiled case in three (tests/tiers.py); the full tier: all
         cases = tiers.sample(cases, every=3, key=lambda c: c["id"])
+        compile_ahead(lambda c=c: fn(**G.kwargs_of(c), target=target) for c in cases)
     for case in cases:
         want = G.expected(case)
         kw = G.kwargs_of(case)

@@ -7,7 +7,7 @@ from qdq_compiler import QDQError, ops, targets
 from qdq_compiler import raw_ops as compiled
 from qdq_compiler.oracle import raw_ops as oracle
 
-from checks import assert_matches_case, failures_of
+from checks import assert_matches_case, compile_ahead, failures_of
 from goldens import kwargs_of, xla_cases
 import tiers
 from targets_util import RUN_TARGETS, require
@@ -89,7 +89,10 @@ def test_compiled_matches_xla(target, family, dtype, sample):
         if case["op"].startswith(family) and kw[spec.data_input].dtype.name == dtype and SAMPLES[sample](kw):
             group.append((case, kw))
     assert len(group) > 20, len(group)
-    for case, kw in tiers.sample(group, every=2, key=lambda c: f"{c[0]['op']}:{c[0]['id']}"):   # CI tier: half
+    sampled = tiers.sample(group, every=2, key=lambda c: f"{c[0]['op']}:{c[0]['id']}")   # CI tier: half
+    compile_ahead(lambda c=c, kw=kw: getattr(compiled, c["op"])(**kw, target=target, semantics="tf-xla")
+                  for c, kw in sampled)
+    for case, kw in sampled:
         ran += 1
         try:
             result = getattr(compiled, case["op"])(**kw, target=target, semantics="tf-xla")

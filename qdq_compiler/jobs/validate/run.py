@@ -58,6 +58,9 @@ def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | 
     done = 0
     _stage(f"compiling {_count(len(work), 'artifact')} ({_count(jobs, 'parallel job')}; cached ones load at once)",
            progress)
+    # Many configurations to a module first (iree-compile's cost is mostly per module); what does not compile
+    # so is compiled alone below, and reports its own error.
+    execute.compile_together([cfg for _, _, cfg in work], jobs=jobs)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for (e, t, cfg), how in zip(work, pool.map(one, work)):
             done += 1
