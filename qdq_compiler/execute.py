@@ -9,7 +9,6 @@ attributes travel as trailing 0-d arguments (see config.py).
 from __future__ import annotations
 
 import contextlib
-import re
 import struct
 import threading
 from dataclasses import dataclass
@@ -50,7 +49,6 @@ class Artifact:
 _artifacts: dict[tuple, Artifact] = {}
 
 
-
 def _index_identity(cfg: OpConfig, flags: tuple[str, ...]) -> dict:
     """What the config -> artifact index is keyed on: everything that shapes the artifact."""
     return {"config": cfg.key(), "flags": list(flags),
@@ -63,13 +61,10 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
     The cache hit path reads a small index (config -> artifact key) and the verified .vmfb: no
     template rendering, no MLIR parsing, no compiler.
     """
-    t = targets.get(cfg.target)
-    t.require_dtype(cfg.dtype)
-    flags = t.level_for(cfg) + t.program_flags(cfg) + tuple(extra_flags)
-    gathered = getattr(_gathering, "cfgs", None)
-    if gathered is not None:
-        if (cfg, flags) not in _artifacts and not extra_flags:
-            gathered.append(cfg)
+    targets.get(cfg.target).require_dtype(cfg.dtype)
+    flags = flags_for(cfg) + tuple(extra_flags)
+    if getattr(_gathering, "cfgs", None) is not None:   # gathering(): note the configuration, stop the call
+        _gathering.cfgs += [] if (cfg, flags) in _artifacts or extra_flags else [cfg]
         raise Gathered(cfg)
     art = _artifacts.get((cfg, flags))
     if art is not None:
@@ -91,8 +86,8 @@ def artifact_for(cfg: OpConfig, extra_flags: tuple[str, ...] = ()) -> Artifact:
 
 
 class Gathered(BaseException):
-    """Raised by ``artifact_for`` inside ``gathering()``: the call has chosen its configuration and stops there
-    (a BaseException, so that no ``except Exception`` on the way mistakes it for the call's own error)."""
+    """Raised by ``artifact_for`` inside ``gathering()``: the call stops where it would load its artifact (not an
+    Exception, so that no ``except Exception`` on the way takes it for the call's own error)."""
 
 
 _gathering = threading.local()
@@ -100,95 +95,41 @@ _gathering = threading.local()
 
 @contextlib.contextmanager
 def gathering():
-    """Inside, a call stops (``Gathered``) where it would load or compile its artifact, and the configuration it
-    asked for is added to the list this yields (unless this process holds it). For compile_together: the exact
-    configurations a run of calls will use, found by the calls themselves (each public function's own argument
-    handling included), nothing computed. Per thread."""
+    """Inside (per thread), a call stops (``Gathered``) where it would load or compile its artifact, and adds the
+    configuration it asked for, unless held here, to the list this yields: the exact configurations that calls
+    will use, as each public function picks them, for together.compile_together."""
     cfgs: list = []
-    outer = getattr(_gathering, "cfgs", None)
-    _gathering.cfgs = cfgs
+    outer, _gathering.cfgs = getattr(_gathering, "cfgs", None), cfgs
     try:
         yield cfgs
     finally:
         _gathering.cfgs = outer
 
 
-# How many configurations compile_together puts into one module. iree-compile pays ~0.5 s a module (pass
-# pipelines, serialization) and ~0.15 s a further function here (2 cores, llvm-cpu; vmvx and Vulkan alike); 32
-# takes ~5 s of one compile instead of ~20 s of 32.
-TOGETHER = 32
-_SYMBOL = re.compile(r"@([A-Za-z_][\w$.]*)")
+def flags_for(cfg: OpConfig) -> tuple[str, ...]:
+    """The compile flags of ``cfg``'s artifact: the target's (at the program's level) and the program's own."""
+    t = targets.get(cfg.target)
+    return t.level_for(cfg) + t.program_flags(cfg)
 
 
-def compile_together(cfgs, group: int = TOGETHER, jobs: int = 1) -> int:
-    """Compile the configurations of ``cfgs`` that this process does not hold yet, up to ``group`` of one target
-    and flags into one iree-compile run: one module, each configuration's functions renamed apart (``@Op__3``),
-    cached on disk by that module's text. Afterwards ``artifact_for`` (and every call) finds them in this process.
-
-    Why: iree-compile's cost is mostly per module, so a run that will call many configurations (a validation
-    matrix, a test over reference goldens) compiles them several times faster together. Each function is
-    compiled as it is alone (a function's dispatches are its own; identical ones are shared). Only this process
-    uses such a module: the on-disk index (``artifact_for``'s cache hit path, ``qdqc compile``) keeps naming
-    single-configuration artifacts. A configuration that does not render, and every configuration of a group
-    that does not compile, is left to ``artifact_for``, which then reports its own error; so is one that the
-    on-disk index already holds alone (it loads). ``jobs``: groups compiled at once (each group then holds at
-    most its share of the configurations). Returns how many were compiled (or loaded from the cache) together."""
-    groups: dict[tuple, list] = {}
-    seen = set()
-    for cfg in cfgs:
-        try:
-            t = targets.get(cfg.target)
-            t.require_dtype(cfg.dtype)
-        except QDQError:
-            continue
-        flags = t.level_for(cfg) + t.program_flags(cfg)
-        if (cfg, flags) in _artifacts or (cfg, flags) in seen:
-            continue
-        seen.add((cfg, flags))
-        if _compile.lookup_index(_index_identity(cfg, flags)) is None:
-            groups.setdefault(flags, []).append(cfg)
-    work = []
-    for flags, pending in groups.items():
-        size = max(2, min(group, -(-len(pending) // max(1, jobs))))
-        work += [(pending[i:i + size], flags) for i in range(0, len(pending), size)]
-    if jobs <= 1 or len(work) <= 1:
-        return sum(_compile_group(g, f) for g, f in work)
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return sum(pool.map(lambda w: _compile_group(*w), work))
+def hold(art: Artifact):
+    """Keep ``art`` in this process: ``artifact_for`` returns it for its configuration (together.py)."""
+    _artifacts[(art.config, art.flags)] = art
 
 
-def _compile_group(cfgs: list, flags: tuple[str, ...]) -> int:
-    texts, kept = [], []
-    for cfg in cfgs:
-        try:
-            texts.append(emit.render(cfg))
-            kept.append(cfg)
-        except QDQError:
-            continue
-    if len(kept) < 2:   # nothing to share: artifact_for compiles (or loads) it alone
-        return 0
-    module = "\n".join(_SYMBOL.sub(lambda m, i=i: f"@{m.group(1)}__{i}", text) for i, text in enumerate(texts))
-    key = _compile.cache_key(module, flags)
-    cached = (_compile.cache_dir() / f"{key}.vmfb").is_file()
-    try:
-        path, data = _compile.cached_compile(module, flags, what=f"{len(kept)} configurations together")
-    except QDQError:
-        return 0
-    for i, (cfg, text) in enumerate(zip(kept, texts)):
-        _artifacts[(cfg, flags)] = Artifact(cfg, flags, data, path, key, text, f"{cfg.op}__{i}", cached)
-    return len(kept)
+def indexed(cfg: OpConfig, flags: tuple[str, ...]) -> bool:
+    """Whether the on-disk index names an artifact of ``cfg`` alone (``artifact_for`` would load it)."""
+    return _compile.lookup_index(_index_identity(cfg, flags)) is not None
 
 
 def in_process(cfg: OpConfig) -> bool:
     """Whether this process already holds ``cfg``'s artifact (``artifact_for`` returns it without a compile)."""
-    t = targets.get(cfg.target)
-    return (cfg, t.level_for(cfg) + t.program_flags(cfg)) in _artifacts
+    return (cfg, flags_for(cfg)) in _artifacts
 
 
 def shipped(art: Artifact) -> tuple:
-    """``art`` as another process installs it (``install``): config, flags, content key, bytes, sidecar. An
-    artifact compiled together with others (compile_together) is shipped as its configuration alone."""
+    """``art`` as another process installs it (``install``): config, flags, content key, bytes, sidecar; one
+    compiled together with others (together.py) as its configuration alone."""
     if art.function_name != art.config.op:
         path, data = _compile.cached_compile(art.mlir, art.flags, what=art.config.describe(), info=art.config.key())
         art = Artifact(art.config, art.flags, data, path, _compile.cache_key(art.mlir, art.flags), art.mlir)

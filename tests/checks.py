@@ -89,14 +89,15 @@ def failures_of(cases, check) -> list[str]:
 
 
 def compile_ahead(calls) -> int:
-    """Compile, many to a module (execute.compile_together), the configurations that ``calls`` (functions of no
+    """Compile, many to a module (qdq_compiler.together), the configurations that ``calls`` (functions of no
     argument, each a public call as the test makes it) will run, before the test makes them one by one: a test
     over many reference cases then pays iree-compile's per-module cost a few times instead of once per
     configuration. Each call runs up to where it would load its artifact (execute.gathering), so the
     configurations are the calls' own; a call that fails before (a case that expects an error) adds none.
     Returns how many were compiled together."""
     import warnings
-    from qdq_compiler.execute import Gathered, compile_together, gathering
+    from qdq_compiler.execute import Gathered, gathering
+    from qdq_compiler.together import compile_together
     with gathering() as cfgs, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for call in calls:

@@ -1,4 +1,4 @@
-"""Configurations compiled together (execute.compile_together): one iree-compile run, one module, a function each.
+"""Configurations compiled together (qdq_compiler.together): one iree-compile run, one module, a function each.
 
 What they must keep: the bits of each configuration compiled alone, the single-configuration artifact wherever
 one leaves the process (the on-disk index, ``qdqc compile``, a cluster's ``shipped``), and each call's own error.
@@ -11,7 +11,8 @@ import pytest
 import qdq_compiler as q
 from qdq_compiler import compile as C
 from qdq_compiler import execute
-from qdq_compiler.execute import Gathered, compile_together, config_for_call, gathering
+from qdq_compiler.execute import Gathered, config_for_call, gathering
+from qdq_compiler.together import compile_together
 from qdq_compiler.numerics import bit_equal
 from qdq_compiler.validation import bind
 
@@ -82,8 +83,7 @@ def test_groups_split_by_flags_and_size(fresh):
     cfgs = [config_for_call(bind(op, kw), t) for op, kw in CALLS for t in ("cpu", "vmvx")]
     by_flags = {}
     for c in cfgs:
-        t = execute.targets.get(c.target)
-        by_flags.setdefault(t.level_for(c) + t.program_flags(c), []).append(c)
+        by_flags.setdefault(execute.flags_for(c), []).append(c)
     shared = sum(n - (n % 3 == 1) for n in (len(v) for v in by_flags.values()))   # a group of one stays alone
     assert compile_together(cfgs, group=3) == shared
     modules = {}

@@ -19,6 +19,7 @@ from qdq_compiler.config import OpConfig
 from qdq_compiler.numerics import bit_equal, bits, flush, ftz_div, ftz_mul
 from qdq_compiler.oracle import raw_ops as oracle
 
+from checks import compile_ahead
 from targets_util import RUN_TARGETS, require
 
 F32 = np.float32
@@ -343,6 +344,7 @@ def test_oracle_matches_tf_at_the_sliver(name):
 def test_compiled_matches_tf_at_the_sliver(target):
     """Every case under both semantics on one target, so that a failure lists them all."""
     require(target)
+    compile_ahead(lambda n=name, s=sem: _run(n, s, target) for name in CASES for sem in ("tf-cpu", "tf-xla"))
     bad = []
     for name in CASES:
         for sem in ("tf-cpu", "tf-xla"):

@@ -20,6 +20,7 @@ from qdq_compiler import QDQError, QDQTypeError
 from qdq_compiler.ops import mx_fake_quant as MF
 from qdq_compiler.ops import mx_specs as MS
 from qdq_compiler.ops import mx_numerics as MXN
+from checks import compile_ahead
 from targets_util import require as require_target
 
 GOLDENS = json.loads((Path(MF.__file__).resolve().parent.parent / "goldens" / "mx" / "torchao.json").read_text())
@@ -28,6 +29,17 @@ ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MXN.ELEMS)]   # tor
 OCP_ROTATING = [(e, MF.SCALE_RULES[i % 4]) for i, e in enumerate(MF.MX_ELEMS)]   # every format (MXINT8 too)
 SWEEP = [(e, r, sem) for e in MF.MX_ELEMS for r in MF.SCALE_RULES for sem in ("ocp", "torchao")
          if sem == "ocp" or e in MXN.ELEMS]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_together():
+    """The cpu programs of the sweeps below (one configuration a test), many to a module before the tests run
+    (checks.compile_ahead); under xdist both workers ask for the same modules and the cache's lock shares them."""
+    calls = [lambda e=e, r=r, s=s: q.mx.fake_quantize(np.zeros((2, 32), np.float32), e, scale_rule=r, semantics=s)
+             for e, r, s in SWEEP]
+    calls += [lambda e=e, r=r, x=x: q.mx.fake_quantize(x, e, scale_rule=r, semantics="torchao")
+              for e, r in KINDS for x, _, _ in _golden_batch(e, r)]
+    compile_ahead(calls)
 
 
 def _bits(a) -> np.ndarray:

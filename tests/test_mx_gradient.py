@@ -13,6 +13,7 @@ import pytest
 import qdq_compiler as q
 from qdq_compiler import QDQError, QDQTypeError
 from qdq_compiler.ops import mx_fake_quant as MF
+from checks import compile_ahead
 from targets_util import require as require_target
 
 
@@ -30,14 +31,14 @@ def test_clipped_gradient_is_the_references_bits(target):
     tests/test_mx.py), along the last axis and a ragged middle one: the mask |x| <= max * X as the reference
     computes it in float64."""
     require_target(target)
-    for i, elem in enumerate(MF.MX_ELEMS):
-        rules = MF.SCALE_RULES[i % 4:][:1]
-        for shape, axis in (((4, 64), -1), ((3, 33, 2), 1)):
-            x, dy = _x(shape, i)
-            for rule in rules:
-                got = q.mx.fake_quantize_gradient(dy, x, elem, axis=axis, scale_rule=rule, target=target)
-                want = q.oracle.mx.fake_quantize_gradient(dy, x, elem, axis=axis, scale_rule=rule)
-                assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (elem, rule, shape)
+    cases = [(elem, rule, shape, axis, *_x(shape, i)) for i, elem in enumerate(MF.MX_ELEMS)
+             for shape, axis in (((4, 64), -1), ((3, 33, 2), 1)) for rule in MF.SCALE_RULES[i % 4:][:1]]
+    compile_ahead(lambda c=c: q.mx.fake_quantize_gradient(c[5], c[4], c[0], axis=c[3], scale_rule=c[1], target=target)
+                  for c in cases)
+    for elem, rule, shape, axis, x, dy in cases:
+        got = q.mx.fake_quantize_gradient(dy, x, elem, axis=axis, scale_rule=rule, target=target)
+        want = q.oracle.mx.fake_quantize_gradient(dy, x, elem, axis=axis, scale_rule=rule)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (elem, rule, shape)
 
 
 def test_the_range_by_hand():

@@ -14,6 +14,7 @@ import pytest
 import qdq_compiler as q
 from qdq_compiler import QDQError
 from qdq_compiler.ops import mx_stochastic as S
+from checks import compile_ahead
 from targets_util import require as require_target
 import tiers
 
@@ -184,6 +185,7 @@ def test_compiled_is_the_references_bits(target):
     ops/mx_stochastic.py)."""
     require_target(target)
     elems = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1", "mxint8")
+    cases = []
     for i, elem in enumerate(elems):
         if target != "cpu" and i % 2 != ("vmvx", "vulkan").index(target):
             continue
@@ -192,15 +194,21 @@ def test_compiled_is_the_references_bits(target):
         rule = ("floor", "ceil", "even", "rceil")[i % 4]
         for shape, axis in (((5, 64), -1), ((3, 33, 2), 1)):
             x, seed = _x(shape, i), 2 ** 64 - 1 - i * 977
-            kw = {"axis": axis, "scale_rule": rule, "rounding": "stochastic", "seed": seed}
-            want = q.oracle.mx.fake_quantize(x, elem, **kw)
-            assert np.array_equal(q.mx.fake_quantize(x, elem, target=target, **kw).view(np.uint32),
-                                  want.view(np.uint32)), (elem, shape)
-            e, s = q.mx.quantize(x, elem, target=target, **kw)
-            we, ws = q.oracle.mx.quantize(x, elem, **kw)
-            assert np.array_equal(e.view(np.uint8), we.view(np.uint8)) and np.array_equal(s.view(np.uint8),
-                                                                                           ws.view(np.uint8))
-            assert np.array_equal(q.mx.dequantize(e, s, axis=axis, target=target).view(np.uint32), want.view(np.uint32))
+            cases.append((elem, shape, x, {"axis": axis, "scale_rule": rule, "rounding": "stochastic", "seed": seed}))
+    expected = [(q.oracle.mx.fake_quantize(x, elem, **kw), q.oracle.mx.quantize(x, elem, **kw))
+                for elem, _, x, kw in cases]
+    compile_ahead([call for (e, _, x, kw), (_, (we, ws)) in zip(cases, expected) for call in (
+        lambda x=x, e=e, kw=kw: q.mx.fake_quantize(x, e, target=target, **kw),
+        lambda x=x, e=e, kw=kw: q.mx.quantize(x, e, target=target, **kw),
+        lambda we=we, ws=ws, kw=kw: q.mx.dequantize(we, ws, axis=kw["axis"], target=target))])
+    for (elem, shape, x, kw), (want, (we, ws)) in zip(cases, expected):
+        assert np.array_equal(q.mx.fake_quantize(x, elem, target=target, **kw).view(np.uint32),
+                              want.view(np.uint32)), (elem, shape)
+        e, s = q.mx.quantize(x, elem, target=target, **kw)
+        assert np.array_equal(e.view(np.uint8), we.view(np.uint8)) and np.array_equal(s.view(np.uint8),
+                                                                                       ws.view(np.uint8))
+        assert np.array_equal(q.mx.dequantize(e, s, axis=kw["axis"], target=target).view(np.uint32),
+                              want.view(np.uint32))
 
 
 def test_the_bits_follow_the_flat_index_not_the_tiling():

@@ -14,7 +14,8 @@ from qdq_compiler import cli, goldens, oracle, ops
 from qdq_compiler import dtypes as DT
 from qdq_compiler.jobs import validate as V
 from qdq_compiler.jobs.validate.inputs import _shape_for
-from qdq_compiler.execute import artifact_for, compile_together, config_for_entry
+from qdq_compiler.execute import artifact_for, config_for_entry
+from qdq_compiler.together import compile_together
 
 
 def _run(tmp_path, *extra):

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ... import dtypes as DT
 from ... import semantics as SEM
-from ... import execute, goldens
+from ... import execute, goldens, together
 from ... import ops as op_registry
 from ... import targets as T
 from .. import diverge
@@ -60,7 +60,7 @@ def precompile(entries, targets, sizes, jobs: int, progress: str, cases: dict | 
            progress)
     # Many configurations to a module first (iree-compile's cost is mostly per module); what does not compile
     # so is compiled alone below, and reports its own error.
-    execute.compile_together([cfg for _, _, cfg in work], jobs=jobs)
+    together.compile_together([cfg for _, _, cfg in work], jobs=jobs)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for (e, t, cfg), how in zip(work, pool.map(one, work)):
             done += 1
