@@ -32,7 +32,7 @@ LONGEST_FIRST = (
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "sample(every): the CI tier runs one in `every` of this test's cases "
+    config.addinivalue_line("markers", "sample(every, only=None): the CI tier runs one in `every` of this test's cases "
                                        "(tests/tiers.py); the full tier runs all")
 
 
@@ -55,6 +55,8 @@ def _sampled_out(items):
         param = item.nodeid[len(function):]
         if function not in first:
             first.add(function)
+            continue
+        if not tiers.sampled(param, mark.kwargs.get("only")):
             continue
         if not tiers.kept(param, every):
             out.append(item)

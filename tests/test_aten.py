@@ -17,6 +17,7 @@ from qdq_compiler.validation import public_sum_agrees
 from checks import compile_ahead, failures_of
 from goldens import decode
 from targets_util import RUN_TARGETS, dumped_dispatches, require
+import tiers
 
 ATEN_OPS = sorted(n for n, s in ops.OPS.items() if s.namespace == "aten")
 F32 = np.float32
@@ -74,6 +75,7 @@ def test_oracle_matches_pytorch(op):
     assert not failures, f"{len(failures)} of {len(cases)} differ from PyTorch:\n" + "\n".join(failures[:20])
 
 
+@pytest.mark.sample(every=2, only=tiers.SLOW_TARGETS)   # CI tier: cpu every op, vmvx/vulkan one in 2
 @pytest.mark.parametrize("target", RUN_TARGETS)
 @pytest.mark.parametrize("op", ATEN_OPS)
 def test_compiled_matches_pytorch(op, target):

@@ -9,6 +9,7 @@ from qdq_compiler.numerics import bit_equal
 from qdq_compiler.validation import bind
 
 from targets_util import RUN_TARGETS, require
+import tiers
 
 N = (1 << 20) + 3
 
@@ -40,6 +41,7 @@ def _cases():
 CASES = _cases()
 
 
+@pytest.mark.sample(every=3, only=tiers.SLOW_TARGETS)   # CI tier: cpu every case, vmvx/vulkan one in 3
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("target", RUN_TARGETS)

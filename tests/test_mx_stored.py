@@ -20,6 +20,7 @@ from qdq_compiler import QDQError, QDQTypeError
 from qdq_compiler.ops import mx_fake_quant as MF
 from qdq_compiler.ops import mx_ocp as MXO
 from targets_util import dumped_dispatches, require as require_target
+import tiers
 
 E8M0 = ml_dtypes.float8_e8m0fnu
 
@@ -38,6 +39,7 @@ def _codes(a):
     return a.view(np.uint8) if a.dtype.itemsize == 1 else a
 
 
+@pytest.mark.sample(every=3, only=tiers.SLOW_TARGETS)   # CI tier: cpu every format, vmvx/vulkan one in 3
 @pytest.mark.parametrize("target", ["cpu", "vmvx", "vulkan"])
 @pytest.mark.parametrize("elem", MF.MX_ELEMS)
 def test_quantize_and_dequantize_are_the_references_bits(elem, target):

@@ -101,6 +101,7 @@ def test_e8m0_decodes_every_code_and_table_rows_describe_themselves():
         storage.get("float7")
 
 
+@pytest.mark.sample(every=3, only=tiers.SLOW_TARGETS)   # CI tier: cpu every type, vmvx/vulkan one in 3
 @pytest.mark.parametrize("target", RUN_TARGETS)
 @pytest.mark.parametrize("name", storage.NARROW_FLOATS[:7] + storage.INTEGERS)
 def test_compiled_conversions_exhaustive(target, name):

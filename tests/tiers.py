@@ -4,7 +4,8 @@
 ``.ci/run``) runs every test function, but of the widest ones a fixed sample:
 
 * a test marked ``@pytest.mark.sample(every=N)`` keeps the parametrized cases whose id hashes to 0 mod N (CRC-32
-  of the id inside the brackets), and always its first case, so that every test function runs in CI;
+  of the id inside the brackets), and always its first case, so that every test function runs in CI; with
+  ``only=SLOW_TARGETS`` only its cases on those targets are sampled (the cpu ones all run);
 * a test that loops over many reference cases itself calls ``sample(cases, every=N, key=...)``, which keeps the
   cases whose key hashes to 0 mod N, and the first.
 
@@ -43,6 +44,30 @@ def sample(cases, every: int, key=str):
     if full() or every <= 1:
         return cases
     return [c for i, c in enumerate(cases) if i == 0 or kept(key(c), every)]
+
+
+# The targets whose cases a test marked ``sample(every=N, only=SLOW_TARGETS)`` samples in the CI tier (its cpu cases
+# all run): their compiles and calls are the slow ones (vmvx interprets; lavapipe runs Vulkan on the CPU).
+SLOW_TARGETS = ("vmvx", "vulkan")
+
+
+def sampled(param: str, only=None) -> bool:
+    """Whether the case ``param`` ("[...]", as pytest writes it) is subject to sampling: every case, or with
+    ``only`` those whose id names one of those (a ``-``/``,``-separated part of it)."""
+    if not only:
+        return True
+    import re
+    return bool(set(re.split(r"[\[\]\-,]", param)) & set(only))
+
+
+def kept_ids(ids, every: int) -> set:
+    """The parameter ids (as pytest writes them, without the brackets) that the CI tier keeps of a test marked
+    ``sample(every=N)`` (conftest.py): the first and those whose "[id]" hashes to 0 mod N; all in the full tier.
+    For a fixture that prepares only the cases that will run."""
+    ids = list(ids)
+    if full() or every <= 1:
+        return set(ids)
+    return {i for k, i in enumerate(ids) if k == 0 or kept(f"[{i}]", every)}
 
 
 # The lit suite's CI tier: every test, but of the oracle-generated end-to-end files of the slower drivers
