@@ -122,9 +122,9 @@ def indexed(cfg: OpConfig, flags: tuple[str, ...]) -> bool:
     return _compile.lookup_index(_index_identity(cfg, flags)) is not None
 
 
-def in_process(cfg: OpConfig) -> bool:
+def in_process(cfg: OpConfig, flags: tuple[str, ...] | None = None) -> bool:
     """Whether this process already holds ``cfg``'s artifact (``artifact_for`` returns it without a compile)."""
-    return (cfg, flags_for(cfg)) in _artifacts
+    return (cfg, flags_for(cfg) if flags is None else flags) in _artifacts
 
 
 def shipped(art: Artifact) -> tuple:

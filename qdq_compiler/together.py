@@ -37,9 +37,9 @@ def compile_together(cfgs, group: int = TOGETHER, jobs: int = 1) -> int:
             targets.get(cfg.target).require_dtype(cfg.dtype)
         except QDQError:
             continue
-        if execute.in_process(cfg):
-            continue
         flags = execute.flags_for(cfg)
+        if execute.in_process(cfg, flags):
+            continue
         if (cfg, flags) not in seen and not execute.indexed(cfg, flags):
             groups.setdefault(flags, []).append(cfg)
         seen.add((cfg, flags))

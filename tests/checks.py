@@ -103,8 +103,6 @@ def compile_ahead(calls) -> int:
         for call in calls:
             try:
                 call()
-            except Gathered:
-                pass
-            except Exception:   # the call's own error: the test sees it when it makes the call
+            except (Gathered, Exception):   # stopped at its artifact, or its own error (the test sees it later)
                 pass
     return compile_together(cfgs)

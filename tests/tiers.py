@@ -15,6 +15,7 @@ The deselected cases are counted in pytest's summary line ("N deselected").
 from __future__ import annotations
 
 import os
+import re
 import zlib
 
 TIER_VARIABLE = "QDQ_TEST_TIER"
@@ -56,7 +57,6 @@ def sampled(param: str, only=None) -> bool:
     ``only`` those whose id names one of those (a ``-``/``,``-separated part of it)."""
     if not only:
         return True
-    import re
     return bool(set(re.split(r"[\[\]\-,]", param)) & set(only))
 
 
@@ -70,11 +70,10 @@ def kept_ids(ids, every: int) -> set:
     return {i for k, i in enumerate(ids) if k == 0 or kept(f"[{i}]", every)}
 
 
-# The lit suite's CI tier: every test, but of the oracle-generated end-to-end files of the slower drivers
+# The lit suite's CI tier: every test, but of the oracle-generated end-to-end files of the SLOW_TARGETS
 # (lit_tests/e2e/vmvx, lit_tests/e2e/vulkan: one file an op, each a compile per case) one in LIT_E2E_EVERY, by
 # the same rule on "<target>/<file name>" (so each target samples other ops), and always each folder's first
 # file. The cpu folder runs whole: it holds every op's cases, and llvm-cpu is what most users deploy.
-LIT_E2E_SAMPLED = ("vmvx", "vulkan")
 LIT_E2E_EVERY = 3
 
 
@@ -88,7 +87,7 @@ def lit_tests(lit_root) -> list:
     out, firsts = [], set()
     for p in files:
         rel = p.relative_to(root).parts
-        if len(rel) == 3 and rel[0] == "e2e" and rel[1] in LIT_E2E_SAMPLED:
+        if len(rel) == 3 and rel[0] == "e2e" and rel[1] in SLOW_TARGETS:
             first = rel[1] not in firsts
             firsts.add(rel[1])
             if not first and not kept(f"{rel[1]}/{rel[2]}", LIT_E2E_EVERY):
