@@ -211,7 +211,8 @@ def get(dtype) -> StorageType:
 
 
 def _f32_fields(x: np.ndarray):
-    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.int64)
+    x = np.asarray(x, np.float32)
+    u = np.ascontiguousarray(x).view(np.uint32).astype(np.int64).reshape(x.shape)   # (a 0-d x stays 0-d)
     return u >> 31, u & 0x7FFFFFFF
 
 

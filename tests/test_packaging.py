@@ -84,7 +84,7 @@ def test_the_wheel_ships_every_golden_file_byte_for_byte(built):
     tree = {n: b for n, b in _files(src / "qdq_compiler" / "goldens").items() if not n.endswith(".py")}
     assert sorted(tree) == sorted(n for n in _files(PKG / "goldens") if not n.endswith(".py"))
     shipped = {n: b for n, b in _wheel_files(wheel, "qdq_compiler/goldens/").items() if not n.endswith(".py")}
-    assert sorted(shipped) == sorted(tree) and len(tree) == 46
+    assert sorted(shipped) == sorted(tree) and len(tree) == 48
     assert all(shipped[n] == tree[n] for n in tree), [n for n in tree if shipped[n] != tree[n]]
     for folder in ("aten/", "onnx/", "onnx/ort/", "mx/", "xla/", "half/"):   # the first three were missing
         assert any(n.startswith(folder) for n in shipped), folder
@@ -144,8 +144,8 @@ def test_a_wheel_installed_package_runs_the_same_golden_cases(wheel, tmp_path, c
     want = {"FakeQuantWithMinMaxArgs:f16:dynamic": _usable(PKG / "goldens" / "half" / "FakeQuantWithMinMaxArgs.json"),
             "fake_quantize_per_tensor_affine:f16:dynamic@torch-cpu":
                 _usable(PKG / "goldens" / "aten" / "fake_quantize_per_tensor_affine.json")}
-    assert {e: g for e, _, _, g in cells["wheel"]} == want and list(want.values()) == [300, 12]
-    assert "2 of 2 cells exact" in ran.stdout and "312 golden cases run" in ran.stdout
+    assert {e: g for e, _, _, g in cells["wheel"]} == want and list(want.values()) == [300, 15]
+    assert "2 of 2 cells exact" in ran.stdout and "315 golden cases run" in ran.stdout
 
 
 def _usable(path: Path, dtype: str = "float16") -> int:

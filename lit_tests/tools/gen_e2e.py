@@ -249,7 +249,8 @@ CASES: dict[str, list[Case]] = {
              {"x": a32(1.0625, 1.1875, 464, 500, np.inf, -np.inf), "y_scale": F32(1),
               "y_zero_point": np.array(0, ml_dtypes.float8_e4m3fn)}, "?"),
         Case("int4_ties", "int4: rint ties to even, clipped to [-8, 7], written in the low nibble (-2 is 14); +inf "
-             "and NaN give INT32_MIN, so -8 (the reference's x86 conversion)", {"output_dtype": "int4"},
+             "saturates to 7 (the operator's text; the reference's x86 int32 cast gave -8), NaN gives -8 "
+             "(onnxruntime's answer)", {"output_dtype": "int4"},
              {"x": a32(2.5, 3.5, -2.5, -0.5, 0.5, 7.4, -8.6, 100, np.inf, np.nan), "y_scale": F32(1),
               "y_zero_point": np.array(0, ml_dtypes.int4)}, "?"),
         Case("tiny_scale", "a subnormal scale (tiny_scale: the exact 2^32-scaled quotient on FTZ targets; the calls "

@@ -64,8 +64,9 @@ WITHOUT: dict[str, dict[str, str]] = {
     "torchao": {"*": "torchao's goldens (mx/torchao.json: scales and element codes per block) are checked through "
                      "the compiled program by tests/test_mx*.py, not by the matrix"},
 }
-# shipped, not read by validate: the format, and torchao's MX goldens (tests/test_mx*.py)
-OTHER = ("README.md", "mx/torchao.json")
+# shipped, not read by validate: the format, torchao's MX goldens (tests/test_mx*.py), ONNX's own node tests
+# (tests/test_onnx_node_tests.py) and the onnx reference's sign of zero on every code (tests/test_onnx_signed_zero.py)
+OTHER = ("README.md", "mx/torchao.json", "onnx/node_tests.json", "onnx/signed_zero.json")
 
 __all__ = ["DIR", "HALF_DIR", "DECLARED", "HALF_DECLARED", "WITHOUT", "OTHER", "folder", "ops", "load", "available",
            "half_ops", "load_half", "path", "half_path", "none_because", "files", "require"]

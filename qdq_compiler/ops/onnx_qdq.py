@@ -5,8 +5,10 @@ them (semantics ``onnx``; its behaviours, measured, are in tools/goldens/onnx/RE
 The reference (onnx/reference/ops/op_quantize_linear.py, op_dequantize_linear.py):
   QuantizeLinear    q = x / y_scale in NumPy's promotion of their types (one 16-bit type: rounded to it; else
                     float32), or in ``precision`` (opset 23: x and the scale rounded to it first);
-                    integers: ``np.rint(q).astype(int32)`` (x86: NaN, inf and |q| >= 2^31 become INT32_MIN),
-                    + zero point in int32, clipped to the type's range;
+                    integers: the text's saturate(round(q) + zero point): +inf and huge quotients give the
+                    type's maximum, -inf its minimum, NaN its minimum (onnxruntime's; the text leaves NaN
+                    open). The reference's ``np.rint(q).astype(int32)`` is undefined there (x86: INT32_MIN,
+                    so +inf gave the minimum): its goldens mark those cases and hold the text's answer;
                     float8: saturate=1 clips q to the type's largest finite value (inf too, NaN stays) and
                     converts, saturate=0 converts (overflow to inf or NaN); the zero point is not added;
                     float4/float6: q + zero point in float32, converted (always saturating; NaN -> the sign
@@ -55,6 +57,8 @@ PRECISION = attr("precision", str, "", ("",) + FLOATS, doc="opset 23: the type x
 DQ_OUTPUT_DTYPE = attr("output_dtype", str, "", ("",) + FLOATS,
                        doc="opset 23: the result's type (default the scale's); it is the op's element type T")
 BLOCK_SIZE = attr("block_size", int, 0, doc="blocked quantization: the elements along axis one scale covers (0: none)")
+NO_ZERO_POINT = attr("no_zero_point", bool, False,
+                     doc="set when no zero point is given to a float6 dequantization: none is subtracted (-0 stays -0)")
 
 
 @dataclass(frozen=True)
@@ -103,13 +107,11 @@ def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=N
         if not t.is_float:
             r = np.rint(q.astype(np.float64))
             zp = storage.decode(zp_codes, t).astype(np.int64)
-            if arith["saturating_int"]:               # onnxruntime: clipped in float; NaN -> the type's minimum
-                r = np.where(np.isnan(r), -np.inf, r)
-                return storage.encode(np.clip(np.clip(r, -2.0 ** 24, 2.0 ** 24).astype(np.int64) + zp, t.min, t.max), t)
-            bad = ~(np.abs(r) < 2.0 ** 31)            # NaN, inf, beyond int32: INT32_MIN (x86's conversion)
-            qi = np.where(bad, -2 ** 31, np.nan_to_num(r)).astype(np.int64)
-            qi = ((qi + zp + 2 ** 31) % 2 ** 32) - 2 ** 31   # an int32 sum wraps
-            return storage.encode(np.clip(qi, t.min, t.max), t)
+            # the text's saturate(round(q) + zp): clipped in float (+inf and huge quotients: the maximum, -inf the
+            # minimum), NaN the minimum (the text leaves it open: onnxruntime's answer). The onnx reference's
+            # np.rint(q).astype(int32) is undefined there (x86: INT32_MIN); its goldens mark those cases.
+            r = np.where(np.isnan(r), -np.inf, r)
+            return storage.encode(np.clip(np.clip(r, -2.0 ** 24, 2.0 ** 24).astype(np.int64) + zp, t.min, t.max), t)
         if t.name in FLOAT8:
             codes = storage.encode(q, t, saturate=bool(saturate))
             window = arith["float8_windows"].get(t.name)
@@ -123,11 +125,12 @@ def quantize(x, scale, zp_codes, t: storage.StorageType, saturate: bool, arith=N
         return storage.encode((q + storage.decode(zp_codes, t)).astype(F32), t)
 
 
-def dequantize(codes, scale, zp_codes, t: storage.StorageType, out_dtype):
-    """DequantizeLinear's values in ``out_dtype``: (x - zero point) * scale in float32."""
+def dequantize(codes, scale, zp_codes, t: storage.StorageType, out_dtype, no_zero_point=False):
+    """DequantizeLinear's values in ``out_dtype``: (x - zero point) * scale in float32 (no zero point given: x *
+    scale; -0 - -0 would be +0)."""
     with np.errstate(all="ignore"):
         v = storage.decode(codes, t)
-        if t.name not in FLOAT8 and t.name != "float4_e2m1fn":
+        if t.name not in FLOAT8 and t.name != "float4_e2m1fn" and not no_zero_point:
             v = (v - storage.decode(zp_codes, t)).astype(F32)
         return (v * scale.astype(F32)).astype(F32).astype(out_dtype)
 
@@ -161,9 +164,9 @@ def oracle(call):
                          quotient_dtype(call.dtype_name, a["scale_dtype"], a["precision"], arith))
         if not spec.variant.dequantize:
             return (storage.from_codes(codes.astype(t.code_dtype), t.np),)
-        return (dequantize(codes, scale_b, zp_codes, t, x.dtype),)
+        return (dequantize(codes, scale_b, zp_codes, t, x.dtype, a["no_zero_point"]),)
     x_codes = storage.to_codes(x).astype(np.int64)
-    return (dequantize(x_codes, scale_b, zp_codes, t, call.dtype),)
+    return (dequantize(x_codes, scale_b, zp_codes, t, call.dtype, a["no_zero_point"]),)
 
 
 # -- checks, in ONNX's words ------------------------------------------------------------------------------
@@ -235,7 +238,8 @@ class OnnxQDQ(Family):
 
     def structural(self, spec):
         """DequantizeLinear's output_dtype is its element type T, which the configuration carries already."""
-        keys = {"axis", "granularity", "block_size", "x_dtype", "saturate", "tiny_scale", "scale_dtype", "precision"}
+        keys = {"axis", "granularity", "block_size", "x_dtype", "saturate", "tiny_scale", "scale_dtype", "precision",
+                "no_zero_point"}
         return frozenset(keys | ({"output_dtype"} if spec.variant.quantize else set())) & set(spec.attr_map)
 
     def element_dtype(self, spec, kwargs):
@@ -254,7 +258,8 @@ class OnnxQDQ(Family):
                 "tiny_scale": attrs.get("tiny_scale", False), "scale_dtype": attrs.get("scale_dtype", ""),
                 "precision": attrs.get("precision", ""), "quotient_dtype": quotient_dtype, "row": storage.get,
                 "float8": t.name in FLOAT8, "saturate": bool(attrs.get("saturate", 1)),
-                "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"}
+                "subtract_zero_point": t.name not in FLOAT8 and t.name != "float4_e2m1fn"
+                and not attrs.get("no_zero_point", False)}
 
     def grid_step(self, call):
         return None
@@ -354,8 +359,8 @@ def _no_bfloat16(spec, dtype):
         if dtype == "bfloat16" else ""
 
 
-ONNX_ARITH = {"saturating_int": False, "float8_windows": {}, "quotient_in_scale_type": False}
-ORT_ARITH = {"saturating_int": True, "float8_windows": ORT_FLOAT8_WINDOWS, "quotient_in_scale_type": True}
+ONNX_ARITH = {"float8_windows": {}, "quotient_in_scale_type": False}
+ORT_ARITH = {"float8_windows": ORT_FLOAT8_WINDOWS, "quotient_in_scale_type": True}
 FAMILY = OnnxQDQ()
 FAMILY.rules_by_semantics = {
     "onnx": Rules(oracle, "onnx_qdq.mlir.j2", DTYPES, check=check, arithmetic=ONNX_ARITH),
@@ -389,13 +394,14 @@ SPECS = (
           (result("y", "attr:output_dtype"),), Variant(),
           "y = saturate(round(x / y_scale) + y_zero_point) in the zero point's storage type (float8: the nearest "
           "value, saturate=1 clipping).", _Q_SIGNATURE),
-    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, BLOCK_SIZE, X_DTYPE, GRANULARITY, SCALE_DTYPE, DQ_OUTPUT_DTYPE),
+    _spec("DequantizeLinear", _DQ_INPUTS, (AXIS_ATTR, BLOCK_SIZE, X_DTYPE, GRANULARITY, SCALE_DTYPE, DQ_OUTPUT_DTYPE,
+                                           NO_ZERO_POINT),
           (result("y"),), Variant(quantize=False, dequantize=True),
           "y = (x - x_zero_point) * x_scale in output_dtype, by default the scale's type (float8 and float4: "
           "x * x_scale).",
           ("x", "x_scale", "x_zero_point", "axis", "block_size", "output_dtype", "opset")),
     _spec("QuantizeDequantizeLinear", _Q_INPUTS, (AXIS_ATTR, BLOCK_SIZE, SATURATE, OUTPUT_DTYPE, GRANULARITY,
-                                                 TINY_SCALE, SCALE_DTYPE, PRECISION), (result("y"),),
+                                                 TINY_SCALE, SCALE_DTYPE, PRECISION, NO_ZERO_POINT), (result("y"),),
           Variant(dequantize=True),
           "DequantizeLinear(QuantizeLinear(x)) in x's type, one program: the fake quantization a Q/DQ node pair "
           "computes.", _Q_SIGNATURE),

@@ -147,6 +147,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
                            f"output_dtype={storage.get(named).onnx_code}, zero_point type="
                            f"{storage.get(zt).onnx_code if zt in storage.TABLE else '?'}")
         scale = _scale_array(spec, scale_name, scale, element)
+        missing = zp is None
         zp = _zero_point(named or "uint8", scale) if zp is None else zp
     else:
         given_output = False   # (DequantizeLinear's output_dtype is its element type, checked as such)
@@ -162,6 +163,7 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
         else:
             element = s_type
         out["output_dtype"] = element
+        missing = zp is None
         if zp is None and x_type is not None:
             zp = _zero_point(x_type if x_type in dq_types else "uint8", scale)
     if precision not in (None, 0, ""):   # opset 23: the type x and the scale are divided in
@@ -177,6 +179,8 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
                 scale = scale.astype(np.float32).astype(dtypes.np_of(p))
     s_type = dtypes.name_of(scale.dtype)
     out["scale_dtype"] = "" if s_type == element else s_type
+    if missing and spec.variant.dequantize and _is_array(zp) and dtypes.name_of(np.asarray(zp).dtype).startswith("float6"):
+        out["no_zero_point"] = True   # the reference subtracts none: a -0 stays -0 (-0 - -0 would be +0)
     with np.errstate(all="ignore"):   # every scale type embeds in float32 exactly: the program takes that
         scale = scale.astype(np.float32)
     out[scale_name], out[zp_name] = scale, zp
@@ -185,9 +189,11 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
         raise QDQError(f"{scale_name} has shape {list(scale.shape)}; allowed: a number, or a vector along axis "
                        f"(or blocks, with block_size > 0)", op=spec.name, arg=scale_name,
                        reference="ONNX", tf_message="Input 2 must be a vector or a number.")
-    if scale.ndim == 1 and scale.size == 1 and not blocked:
+    if scale.ndim <= 1 and scale.size == 1 and not blocked:
+        # per tensor: a 0-d or one-element scale and zero point, each either way (ONNX's node tests and its
+        # exporters write a [1] zero point beside a 0-d scale; the reference and onnxruntime take every mix)
         out[scale_name] = scale.reshape(())
-        if _is_array(zp) and np.size(zp) == 1:
+        if _is_array(zp) and np.ndim(zp) <= 1 and np.size(zp) == 1:
             out[zp_name] = np.asarray(zp).reshape(())
     out["granularity"] = "block" if blocked else "axis" if scale.ndim == 1 and scale.size != 1 else "tensor"
     if spec.variant.quantize:

@@ -31,6 +31,7 @@ import numpy as np
 import onnx
 import onnxruntime
 
+from . import onnx_text
 from .onnx.reference_runner import golden
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "qdq_compiler", "goldens", "onnx")
@@ -278,7 +279,10 @@ def main():
                         "opset": 28, **versions},
                "ort-cpu": {"semantics": "ort-cpu", "reference": f"onnxruntime {onnxruntime.__version__} CPU kernels",
                            "opset": 25, **versions}}
-    for sem, ops in run_all().items():
+    files = run_all()
+    # the reference's departures from the operator's text: marked, the text's answer beside them (onnx_text.py)
+    onnx_text.mark(files["onnx"]["QuantizeLinear"], files["onnx"]["QuantizeDequantizeLinear"], enc)
+    for sem, ops in files.items():
         folder = os.path.join(args.out, "" if sem == "onnx" else "ort")
         os.makedirs(folder, exist_ok=True)
         for op, records in ops.items():

@@ -134,7 +134,7 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
     spec = ops.get(entry.op)
     out = []
     for case in data["cases"]:
-        if "outputs" not in case["expect"] or case.get("deviation"):
+        if "outputs" not in case["expect"] or (case.get("deviation") and not _text_deviation_only(case)):
             continue
         kw = {}
         for name, value in case["attrs"].items():
@@ -178,6 +178,12 @@ def golden_calls(entry: MatrixEntry) -> list[dict]:
         # per-axis goldens along any axis run through the [outer, C, inner] program: _canonical_kwargs
         out.append(kw)
     return out
+
+
+def _text_deviation_only(case: dict) -> bool:
+    """A case whose one deviation is the onnx reference's from the operator's text (its int32 cast of NaN, +-inf,
+    huge quotients: "text" holds the text's answer, which the oracle gives): it runs like any other."""
+    return "text" in case and "subnormal" not in case.get("deviation", "")
 
 
 def _axis_or_none(axis) -> int:
