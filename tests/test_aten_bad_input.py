@@ -552,9 +552,14 @@ def test_float_per_channel_zero_point_outside_the_range_computes(zp_dtype):
         _assert_bits(op, got, want)
 
 
-def test_per_tensor_tensor_qparams_zero_point_outside_the_range_computes():
-    """Tensor qparams pick PyTorch's .tensor_qparams overload, which checks no zero point."""
-    got = q.aten.fake_quantize_per_tensor_affine(X, T1, np.array([300], I32), 0, 255, target="oracle")
-    want = q.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(X, T1, np.array([300], I32), ON, 0, 255,
-                                                                           target="oracle").output
-    assert bit_equal(got, want)
+def test_per_tensor_tensor_qparams_zero_point_outside_the_range():
+    """torch.ops.aten's overload resolution takes one-element tensors into the default overload (``.item()``, a float
+    truncated toward zero), which checks the zero point; only the tensor-qparams cachemask op checks none."""
+    for zp in (np.array([300], I32), np.array(-3.7, F), np.array([[256]], np.int64)):
+        with pytest.raises(QDQError, match="`zero_point` must be between `quant_min` and `quant_max`"):
+            q.aten.fake_quantize_per_tensor_affine(X, T1, zp, 0, 255, target="oracle")
+    got = q.aten.fake_quantize_per_tensor_affine(X, T1, np.array([255.9], F), 0, 255, target="oracle")
+    assert bit_equal(got, q.aten.fake_quantize_per_tensor_affine(X, 0.1, 255, 0, 255, target="oracle"))
+    off = q.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(X, T1, np.array([300], I32), ON, 0, 255,
+                                                                          target="oracle").output
+    assert bit_equal(off, np.full(X.shape, F(255 - 300) * F(0.1), F))   # every level above 255: clamped

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .family import AXIS, FLAT, Family
 
 # The tail of ATen's TORCH_CHECK messages without a message of their own.
@@ -82,3 +84,24 @@ class AtenFamily(Family):
 
     def structural(self, spec):
         return (frozenset({"axis"}) | self.extra_structural) & set(spec.attr_map)
+
+
+# -- arguments PyTorch hands back untouched (its early returns on an empty input) -------------------------
+
+
+def given_attr(arrays: dict) -> str:
+    """Arrays as given, exactly (dtype, shape, bytes), as a str attribute: what an op returns as it was given (the
+    learnable backward's and the fused observer's early returns on an empty input: PyTorch's own tensors)."""
+    import json
+    return json.dumps({n: [str(a.dtype), list(a.shape), np.ascontiguousarray(a).tobytes().hex()]
+                       for n, a in ((n, np.asarray(v)) for n, v in arrays.items())})
+
+
+def given_arrays(text: str) -> dict:
+    """given_attr's arrays back, bit for bit ({} for "")."""
+    import json
+    import ml_dtypes  # noqa: F401  (registers "bfloat16" with NumPy)
+    if not text:
+        return {}
+    return {n: np.frombuffer(bytes.fromhex(h), np.dtype(dt)).reshape(shape).copy()
+            for n, (dt, shape, h) in json.loads(text).items()}

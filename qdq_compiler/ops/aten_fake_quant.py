@@ -141,8 +141,8 @@ def check(c, spec, arrays, attrs):
             c.fail(f"zero_point has values outside [quant_min, quant_max] = [{qmin}, {qmax}] "
                    f"(first: {fmt_number(zp[np.argmax(zp_bad)])})", "zero_point",
                    tf="`zero_point` must be between `quant_min` and `quant_max`.")
-    elif not spec.variant.enabled and not attrs.get("tensor_qparams"):   # the tensor-qparams ops check no
-        if not qmin <= int(zp) <= qmax:                                      # zero point (measured)
+    elif not spec.variant.enabled:   # the tensor-qparams cachemask op checks no zero point (measured)
+        if not qmin <= int(zp) <= qmax:
             c.fail(f"zero_point={int(zp)} is outside [quant_min, quant_max] = [{qmin}, {qmax}]", "zero_point",
                    tf="`zero_point` must be between `quant_min` and `quant_max`.")
     _warn_scale(c, scale)
@@ -217,12 +217,12 @@ class AtenFakeQuant(AtenFamily):
                                        op=spec.name, arg="zero_point", reference="PyTorch",
                                        tf_message=f"Zero-point must be Int32, Float or Half, found {torch_name(name)}")
             return out
-        x = out.get("input")
-        if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0 and dtypes.name_of(x.dtype) != "bfloat16":
-            out["input"] = np.reshape(x, (1,))   # PyTorch answers a 0-d input with [1] results (bfloat16: 0-d)
-        if "tensor_qparams" in spec.attr_map:   # PyTorch's overload: tensors pick .tensor_qparams (no zp check);
-            out["tensor_qparams"] = any(np.ndim(out.get(n)) >= 1 for n in ("scale", "zero_point")  # numbers and
-                                        if isinstance(out.get(n), np.ndarray))                    # 0-d arrays don't
+        zp = out.get("zero_point")
+        if not spec.variant.enabled and isinstance(zp, (float, np.floating)) and not isinstance(zp, np.ndarray):
+            raise QDQError(f"zero_point={zp!r}: a Python float matches no schema of {spec.name} (int "
+                               f"zero_point, or a one-element tensor); allowed: an int or a one-element array",
+                               op=spec.name, arg="zero_point", reference="PyTorch",
+                               tf_message="Overloaded torch operator invoked from Python failed to match any schema:")
         for name, kind in (("scale", F32), ("zero_point", np.int32), ("fake_quant_enabled", np.int32)):
             if name in out:
                 out[name] = _item(spec, name, out[name], kind)
@@ -347,9 +347,6 @@ def learnable_arguments(spec, kwargs):
                            f"select(): index 0 out of range for tensor of size {list(a.shape)} at dimension 0")
     out["scale"] = np.asarray(scale.reshape(-1)[0], F32)
     out["zero_point"] = np.asarray(z.reshape(-1)[0], np.int32)
-    x = out.get("input")
-    if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0 and dtypes.name_of(x.dtype) != "bfloat16":
-        out["input"] = np.reshape(x, (1,))
     return out
 
 
@@ -362,13 +359,11 @@ _ENABLED = scalar("fake_quant_enabled", "enabled", "int32", 1)
 _PT_ATTRS = (QUANT_MIN, QUANT_MAX)
 _PC_ATTRS = (AXIS_ATTR, QUANT_MIN, QUANT_MAX, ZP_DTYPE)
 GRAD_FACTOR = attr("grad_factor", float, 1.0, doc="LSQ's gradient scale (the forward ignores it)")
-TENSOR_QPARAMS = attr("tensor_qparams", bool, False, doc="set from the call: scale/zero_point given as tensors pick "
-                      "PyTorch's .tensor_qparams overload, which checks no zero point")
 _MASKED = (result("output"), result("mask", "bool"))
 
 
 def _spec(name, inputs, attrs, results, variant, doc):
-    signature = tuple(i.name for i in inputs) + tuple(a.name for a in attrs if a not in (ZP_DTYPE, TENSOR_QPARAMS))
+    signature = tuple(i.name for i in inputs) + tuple(a.name for a in attrs if a is not ZP_DTYPE)
     if variant.per_channel:   # the schema's order: ..., axis, quant_min, quant_max
         signature = ("input", "scale", "zero_point", "axis", "quant_min", "quant_max")
     if variant.learnable and "grad_factor" not in signature:
@@ -378,7 +373,7 @@ def _spec(name, inputs, attrs, results, variant, doc):
 
 
 SPECS = (
-    _spec("fake_quantize_per_tensor_affine", _PER_TENSOR, _PT_ATTRS + (TENSOR_QPARAMS,), (result("output"),), Variant(),
+    _spec("fake_quantize_per_tensor_affine", _PER_TENSOR, _PT_ATTRS, (result("output"),), Variant(),
           "(clamp(zero_point + nearbyint(input * (1/scale))) - zero_point) * scale, one scale and zero point."),
     _spec("fake_quantize_per_tensor_affine_cachemask", _PER_TENSOR, _PT_ATTRS, _MASKED, Variant(mask=True),
           "fake_quantize_per_tensor_affine and the mask of the elements whose level was in range."),

@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..errors import QDQTypeError
+from ..errors import QDQError, QDQTypeError
 from ..numerics import fma
 from . import aten_sum
-from .aten_common import ASSERT_TAIL, AtenFamily, Variant, check_axis, check_vectors
+from .aten_common import ASSERT_TAIL, AtenFamily, Variant, check_axis, check_vectors, given_arrays, given_attr
 from .rules import Rules
 from .spec import RANGE, OpSpec, Output, attr, data, fixed, result, scalar
 
@@ -158,9 +158,16 @@ class AtenLearnableGrad(AtenFamily):
                                    tf_message=f"Expected {_TORCH_ARG[name]}.scalar_type() == ScalarType::Float to be "
                                               f"true, but got false.{ASSERT_TAIL}")
                 out[name] = v
+        if isinstance(x, np.ndarray) and x.size == 0 and all(isinstance(kwargs.get(n), (np.ndarray, np.generic))
+                                                           for n in ("scale", "zero_point")):
+            out["given"] = given_attr({n: kwargs[n] for n in ("scale", "zero_point")})   # PyTorch returns them
         qmin, qmax, zp = out.get("quant_min"), out.get("quant_max"), out.get("zero_point")
         if isinstance(zp, np.ndarray) and isinstance(qmin, int) and isinstance(qmax, int):
             with np.errstate(invalid="ignore"):
+                if spec.variant.per_channel and np.isnan(zp).any():   # zero_point.round().to(kLong)'s words
+                    raise QDQError("zero_point has a NaN; it must be a number within [quant_min, quant_max]",
+                                   op=spec.name, arg="zero_point", reference="PyTorch",
+                                   tf_message="value cannot be converted to type int64_t without overflow")
                 if spec.variant.per_channel:
                     r = np.rint(zp)
                     out["zero_point"] = np.where(np.isnan(r), r, np.clip(r, qmin, qmax)).astype(F32)
@@ -175,10 +182,13 @@ class AtenLearnableGrad(AtenFamily):
         return out
 
     def public_results(self, spec, call, outputs):
-        """PyTorch's shapes: per-tensor sums as [1]; a 1-D input's per-channel sums as one 0-d total (ATen sums
+        """PyTorch's shapes: an empty input's (X, scale, zero_point) as given; per-tensor sums as [1]; a 1-D input's per-channel sums as one 0-d total (ATen sums
         over an empty dim list, which reduces every dim). Each channel of a 1-D input holds one term, so its
         [C] partials are the terms themselves, and aten_sum adds them in PyTorch's order: its bits."""
         dx, ds, dz = outputs
+        given = given_arrays(call.attrs.get("given", ""))
+        if given:   # an empty input: PyTorch returns (X, scale, zero_point) as they came (its early return)
+            return call.arrays["input"].copy(), given["scale"], given["zero_point"]
         if not spec.variant.per_channel:
             return dx, ds.reshape(1), dz.reshape(1)
         if call.data.ndim == 1:
@@ -212,7 +222,9 @@ _PER_TENSOR = (fixed("grad", "grad", "float32"), data("input"), scalar("scale", 
 _PER_CHANNEL = (fixed("grad", "grad", "float32"), data("input"), fixed("scale", "scale", "float32", RANGE, 0.1),
                 fixed("zero_point", "zero_point", "float32", RANGE, 0.0))
 _RESULTS = (result("dX", "float32"),) + tuple(Output(n, RANGE, "float32") for n in OUTPUTS[1:])
-_ATTRS = (attr("quant_min", int, -128), attr("quant_max", int, 127), attr("grad_factor", float, 1.0))
+_ATTRS = (attr("quant_min", int, -128), attr("quant_max", int, 127), attr("grad_factor", float, 1.0),
+          attr("given", str, "", doc="set from the call: an empty input's scale and zero point as given (PyTorch "
+               "returns them)"))
 
 SPECS = (
     OpSpec("_fake_quantize_learnable_per_tensor_affine_backward", FAMILY, _PER_TENSOR, _ATTRS, _RESULTS, DTYPES,

@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import QDQError, QDQTypeError
 from . import aten_fake_quant as FQ
-from .aten_common import AtenFamily, check_quant_range, torch_name
+from .aten_common import AtenFamily, check_quant_range, given_arrays, given_attr, torch_name
 from .family import AXIS, FLAT
 from .rules import Rules
 from .spec import RANGE, Output, OpSpec, attr, data, fixed, result, scalar
@@ -130,13 +130,19 @@ def check(c, spec, arrays, attrs):
     axis = row_axis(attrs)
     if axis is None:
         return
-    if attrs["per_row_fake_quant"] and attrs["ch_axis"] != 0:
-        c.fail(f"ch_axis={attrs['ch_axis']}: per_row_fake_quant takes ch_axis 0 only", "ch_axis",
-               tf="Per-channel FakeQuant in fused_moving_avg_obs_fake_quant is only supported on axis == 0")
-    if axis == 0 and x.ndim != 2:   # the call's own form (a configuration's [outer, C, inner] view has axis 1)
-        c.fail(f"per_row_fake_quant observes the rows of a 2-D input (aminmax along dim 1); got shape "
-               f"{list(x.shape)}", "input",
+    ch_axis = attrs["ch_axis"]
+    if attrs["per_row_fake_quant"] and (x.ndim < 2 or ch_axis < 0 and x.ndim != 2):
+        c.fail(f"per_row_fake_quant takes an input of rank >= 2 and ch_axis 0..rank-1 (a negative one on a 2-D "
+               f"input only); got shape {list(x.shape)}, ch_axis={ch_axis}", "input" if x.ndim < 2 else "ch_axis",
                tf="Dimension out of range (expected to be in range of [-1, 0], but got 1)" if x.ndim == 1 else None)
+    if attrs["per_row_fake_quant"] and ch_axis != 0:   # PyTorch's observer checks it; off, its kernel takes any
+        if int(arrays["observer_on"]):
+            c.fail(f"ch_axis={ch_axis}: per_row_fake_quant observes along ch_axis 0 only (with observer_on 0, "
+                   f"other axes fake-quantize)", "ch_axis",
+                   tf="Per-channel FakeQuant in fused_moving_avg_obs_fake_quant is only supported on axis == 0")
+        if ch_axis < 0 and int(arrays["fake_quant_on"]):
+            c.fail(f"ch_axis={ch_axis}: per_row_fake_quant quantizes along ch_axis 0..{x.ndim - 1}", "ch_axis",
+                   tf="`axis` must be between 0 and number of dimensions of input")
     rows = x.shape[axis]
     for n in ("scale", "zero_point", "running_min", "running_max"):   # PyTorch's order: its kernel's check first
         if arrays[n].shape != (rows,):
@@ -187,6 +193,14 @@ class AtenObserver(AtenFamily):
         float32 (PyTorch: ``(float)averaging_const``); per tensor, the state given as 0-d or [1] and returned
         so (``one_element`` records which); per row, the layout's axis 0."""
         out = dict(kwargs)
+        x = out.get("input")
+        if isinstance(x, np.ndarray) and x.size == 0 and all(isinstance(out.get(n), np.ndarray) for n in STATE):
+            # PyTorch returns a copy before reading anything: the state as given, nothing checked
+            out.update(given=given_attr({n: out[n] for n in STATE}), observer_on=np.int32(0),
+                       fake_quant_on=np.int32(0), running_min=np.array(0, F32), running_max=np.array(0, F32),
+                       scale=np.array(1, F32), zero_point=np.array(0, np.int32), averaging_const=np.array(0, F32),
+                       quant_min=0, quant_max=255, ch_axis=-1, per_row_fake_quant=False, axis=-1, one_element="")
+            return out
         for name in ("observer_on", "fake_quant_on"):
             v = out.get(name)
             if isinstance(v, (np.ndarray, np.generic, int, float, bool)):
@@ -203,7 +217,11 @@ class AtenObserver(AtenFamily):
             with np.errstate(over="ignore"):
                 out["averaging_const"] = np.asarray(float(np.asarray(out["averaging_const"]).reshape(-1)[0]), F32)
         per_row = bool(out.get("per_row_fake_quant", False))
-        out["axis"] = 0 if per_row else -1
+        ch_axis, rank = out.get("ch_axis", 0), np.ndim(x)
+        # per row, the layout's axis is ch_axis (PyTorch: permuted to the front, the rest flattened, then along
+        # dim 1: the same rows); a negative one counts from the end on a 2-D input (PyTorch permutes no 2-D input)
+        out["axis"] = (ch_axis % rank if ch_axis < 0 and rank == 2 else ch_axis) if per_row and \
+            isinstance(ch_axis, int) and rank else -1
         if not per_row:
             one = []
             for name in STATE:
@@ -216,9 +234,6 @@ class AtenObserver(AtenFamily):
                                    f"shape [] or [1]", op=spec.name, arg=name, reference="PyTorch",
                                    tf_message=f"a Tensor with {v.size} elements cannot be converted to Scalar")
             out["one_element"] = ",".join(one)
-        x = out.get("input")
-        if isinstance(x, np.ndarray) and x.size == 0:   # PyTorch returns first: nothing observed or changed
-            out["observer_on"], out["fake_quant_on"] = np.int32(0), np.int32(0)
         zp = out.get("zero_point")
         if isinstance(zp, np.ndarray) and zp.dtype != np.int32:
             raise QDQTypeError(f"zero_point has dtype {dtypes.name_of(zp.dtype)}; allowed: int32 (the zero point the "
@@ -226,7 +241,10 @@ class AtenObserver(AtenFamily):
         return out
 
     def public_results(self, spec, call, outputs):
-        """The state in the shapes it was given (per tensor: 0-d or [1])."""
+        """The state in the shapes it was given (per tensor: 0-d or [1]); an empty input's exactly as given."""
+        given = given_arrays(call.attrs.get("given", ""))
+        if given:
+            return (outputs[0],) + tuple(given[n] for n in STATE)
         one = set(filter(None, call.attrs.get("one_element", "").split(",")))
         return (outputs[0],) + tuple(o.reshape(1) if n in one else o for n, o in zip(STATE, outputs[1:]))
 
@@ -283,11 +301,13 @@ SPECS = (
             scalar("averaging_const", "averaging_const", "float32", 0.01)),
            (attr("quant_min", int, 0, doc="the lowest quantised level"),
             attr("quant_max", int, 255, doc="the highest quantised level"),
-            attr("ch_axis", int, 0, doc="per_row_fake_quant's axis: 0 (ignored per tensor)"),
-            attr("per_row_fake_quant", bool, False, doc="observe and quantize each row (dim 0) of a 2-D input"),
+            attr("ch_axis", int, 0, doc="per_row_fake_quant's axis: 0 (any with observer_on 0); per tensor only "
+                 "checked against the rank"),
+            attr("per_row_fake_quant", bool, False, doc="observe and quantize each slice along ch_axis, any rank >= 2"),
             attr("symmetric_quant", bool, False, doc="FBGEMM's preserve_sparsity: a range symmetric about 0"),
             attr("axis", int, -1, doc="set from per_row_fake_quant: the layout's channel axis (-1 per tensor)"),
-            attr("one_element", str, "", doc="set from the call: the per-tensor state given as [1] (else 0-d)")),
+            attr("one_element", str, "", doc="set from the call: the per-tensor state given as [1] (else 0-d)"),
+            attr("given", str, "", doc="set from the call: an empty input's state as given (PyTorch returns it)")),
            (result("output"), Output("running_min", RANGE, "float32"), Output("running_max", RANGE, "float32"),
             Output("scale", RANGE, "float32"), Output("zero_point", RANGE, "int32")),
            DTYPES, "The fused moving-average min/max observer and fake quantization, functional: the output and the "

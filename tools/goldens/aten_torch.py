@@ -36,7 +36,7 @@ RANGES = ((0, 1), (-1, 0), (-8, 7), (0, 15), (-128, 127), (0, 255), (-32768, 327
 def to_torch(a: np.ndarray, dt: str) -> torch.Tensor:
     if dt == "bfloat16":
         return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(a))
+    return torch.from_numpy(np.array(a, order="C"))   # (np.ascontiguousarray makes a 0-d array [1])
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -353,13 +353,14 @@ GENERATORS = {"fake_quantize_per_tensor_affine": per_tensor_cases,
 
 
 def main(argv=None) -> int:
+    from .aten_torch_more import more_cases   # issue 48's classes and PyTorch's own tests, after each op's cases
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=OUT)
     args = p.parse_args(argv)
     torch.set_num_threads(2)   # the learnable gradients' sums split over the threads from 32768 elements
     os.makedirs(args.out, exist_ok=True)
     for i, (op, gen) in enumerate(GENERATORS.items()):
-        cases = gen(op, np.random.default_rng(1000 + i))
+        cases = gen(op, np.random.default_rng(1000 + i)) + more_cases(op, 2000 + i)   # (more: seeds of their own)
         header = {"op": op, "torch_version": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                   "threads": torch.get_num_threads()}
         size = write_file(os.path.join(args.out, f"{op}.json"), header, cases)
