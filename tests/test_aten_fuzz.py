@@ -44,14 +44,17 @@ from checks import as_tuple, describe_diff
 from test_fuzz import elements
 
 from aten_names import PC, PCB, PCM, PT, PTB, PTM, TQ
+import tiers
 PER_TENSOR, PER_CHANNEL, BACKWARD = (PT, PTM, TQ), (PC, PCM), (PTB, PCB)
 OPS = PER_TENSOR + PER_CHANNEL + BACKWARD
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 BF16 = ml_dtypes.bfloat16
 F32, F64 = np.float32, np.float64
-MAX_EXAMPLES = 60    # per op (valid and invalid): the file is ~15 s on 2 cores with a warm artifact cache
-VALID_EXAMPLES = 30  # per op, valid draws only
+# per op, valid and invalid draws, then valid ones only: the full tier 60 and 30 (the file ~15 s on 2 cores with a
+# warm artifact cache); the CI tier one in three (tests/tiers.py), as CI starts with a cold cache
+MAX_EXAMPLES = 60 if tiers.full() else 20
+VALID_EXAMPLES = 30 if tiers.full() else 10
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                         HealthCheck.filter_too_much])

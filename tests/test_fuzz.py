@@ -30,9 +30,12 @@ from qdq_compiler.numerics import bit_equal
 from qdq_compiler.validation import bind
 
 from checks import as_tuple, describe_diff, sum_bound, zero_bound_from_data
+import tiers
 
 OPS = [n for n, s in R.OPS.items() if s.namespace == "tf"]   # TF's raw ops (aten's: test_aten_fuzz.py)
-MAX_EXAMPLES = 120   # per op: the whole file is about 30 s of CPU (15 s on 2 cores) with a warm artifact cache
+# per op: the full tier 120 draws (the whole file about 30 s of CPU with a warm artifact cache); the CI tier one in
+# three (tests/tiers.py): a cold cache compiles most draws' configurations, and CI starts cold
+MAX_EXAMPLES = 120 if tiers.full() else 40
 
 FUZZ_SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
