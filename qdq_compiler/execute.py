@@ -191,16 +191,16 @@ class Plan:
     blocked: tuple[bool, ...] = ()   # per input: a blocked parameter (ops.BLOCKS), in the data's view
 
     def args(self, call: Call) -> list:
-        """The call's arrays as the function takes them: data-shaped ones in the canonical view (a blocked
-        parameter in the same view, its channel dimension holding the blocks), 16-bit floats as their bits (or
-        widened on the host), then the parameters."""
+        """The call's arrays as the function takes them: data-shaped ones in the canonical view (a blocked parameter
+        in the same view, its channel dimension holding the blocks), 16-bit floats as bits (or widened), then params."""
         out = []
         for i, (inp, widened) in enumerate(zip(call.spec.inputs, self.widened)):
             a = call.arrays[inp.name]
             if self.dims is not None and inp.layout == ops.DATA:
                 a = a.reshape(self.dims)
             elif self.blocked and self.blocked[i] and self.dims is not None:
-                a = a.reshape((self.dims[0], -1) + tuple(self.dims[2:]))   # the canonical view's channel axis is 1
+                a = a.reshape(self.dims[0], -(-self.dims[1] // call.spec.family.block_size(call.spec, call.attrs)),
+                              *self.dims[2:])   # channel axis 1: ceil(C / block) blocks (an empty call's too)
             out.append(dtypes.abi_view(a, widened))
         return out + list(self.params)
 
