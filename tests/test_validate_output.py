@@ -176,3 +176,17 @@ def test_progress_says_compiled_then_loaded_from_the_cache(tmp_path):
     cold, warm = runs
     assert cold and all("] compiled " in line for line in cold), cold
     assert len(warm) == len(cold) and all("] loaded from the cache " in line for line in warm), warm
+
+
+def test_attribute_values_summarise_any_integers():
+    """MX's stochastic seeds reach 2^64 - 1, one per call: the reports' attribute summary (Markdown, JUnit) once
+    raised OverflowError on them after every cell had passed (issue 49)."""
+    from qdq_compiler.jobs.validate.coverage import attribute_values
+
+    def rows(k, vals):
+        return {"attribute_sets": [{"attrs": f"{k}={v}"} for v in vals] + [{"attrs": "(none)"}]}
+    seeds = [2 ** 64 - 1 - 7 * i for i in range(12)]
+    assert attribute_values(rows("seed", seeds)) == f"seed 12 values in {min(seeds)}..{2 ** 64 - 1}"
+    assert attribute_values(rows("num_bits", range(2, 17))) == "num_bits 2..16"
+    assert attribute_values(rows("seed", [0, 2 ** 64 - 1])) == f"seed 0,{2 ** 64 - 1}"
+    assert attribute_values(rows("narrow_range", ["true", "false"])) == "narrow_range false,true"

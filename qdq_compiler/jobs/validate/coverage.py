@@ -92,9 +92,13 @@ def attribute_values(cov: dict) -> str:
     out = []
     for k, vals in seen.items():
         if all(v.lstrip("-").isdigit() for v in vals):
-            nums = sorted(int(v) for v in vals)
-            contiguous = len(nums) > 3 and nums == list(range(nums[0], nums[-1] + 1))
-            out.append(f"{k} {nums[0]}..{nums[-1]}" if contiguous else f"{k} {','.join(map(str, nums))}")
+            nums = sorted(int(v) for v in vals)   # distinct: contiguous when they span exactly their count
+            if len(nums) > 3 and nums[-1] - nums[0] + 1 == len(nums):
+                out.append(f"{k} {nums[0]}..{nums[-1]}")
+            elif len(nums) > 8:   # MX's stochastic seeds: up to 2^64 - 1, one per call
+                out.append(f"{k} {len(nums)} values in {nums[0]}..{nums[-1]}")
+            else:
+                out.append(f"{k} {','.join(map(str, nums))}")
         else:
             out.append(f"{k} {','.join(sorted(vals))}")
     return "; ".join(out) or "-"
