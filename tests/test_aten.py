@@ -42,6 +42,8 @@ def _check(fn, case, sums_free=False):
         with pytest.raises(QDQError) as info:
             fn(**kw)
         words = " ".join(case["expect"]["error"]["message"].split())
+        if "INTERNAL ASSERT FAILED" in words:   # PyTorch refuses by its kernel's assertion (a bfloat16 per-channel
+            return                              # scale): a refusal, in our words (its words name its build paths)
         assert words in " ".join(str(info.value).split()), str(info.value)
         return
     with warnings.catch_warnings():
@@ -84,6 +86,8 @@ def test_compiled_matches_pytorch(op, target):
     cases = [c for c in _cases(op) if "outputs" in c["expect"]]
     if target != "cpu" and op in SAMPLED_OFF_CPU:
         cases = [c for c in cases if SAMPLED_OFF_CPU[op](c["id"])]
+    if target != "cpu" and op != "fused_moving_avg_obs_fake_quant":   # TestFakeQuantizeOps ported: one in 4 off cpu
+        cases = [c for c in cases if not c["id"].startswith("ported-") or tiers.full() or tiers.kept(c["id"], 4)]
     compile_ahead(lambda c=c: fn(**_kwargs(c), target=target) for c in cases)
     failures = failures_of(cases, lambda c: _check(lambda **kw: fn(**kw, target=target), c, sums_free=True))
     assert not failures, f"{len(failures)} of {len(cases)} differ on {target}:\n" + "\n".join(failures[:20])
@@ -96,7 +100,9 @@ def test_compiled_matches_pytorch(op, target):
 # The fused observer runs, off cpu, each structure's first call and every case that is not a later step of one (its
 # first 174 cases are 4 structures x 8 ranges x 5 module steps, most float32 and alike off cpu; of issue 48's N-d
 # sequences and PyTorch's ported ones, their first fake-quantizing call and half the N-d steps); every case runs on cpu,
-# and `qdqc validate --targets all --semantics torch-cpu` runs every structure and dtype on every target.
+# and `qdqc validate --targets all --semantics torch-cpu` runs every structure and dtype on every target. PyTorch's
+# TestFakeQuantizeOps ported ("ported-" ids of the other ops: their many ranks and dtypes are programs of their own)
+# run one in 4 off cpu (tiers.kept on the id), every one on cpu.
 SAMPLED_OFF_CPU = {"fake_quantize_per_channel_affine": lambda cid: cid.startswith("float32"),
                    "fake_quantize_per_tensor_affine": lambda cid: cid.startswith("float32"),
                    "fused_moving_avg_obs_fake_quant": lambda cid: not cid.endswith(("-later", "-s1", "-s3", "-call0"))}

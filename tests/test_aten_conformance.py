@@ -19,6 +19,23 @@ from targets_util import require
 
 F32, I32 = np.float32, np.int32
 OBS = "fused_moving_avg_obs_fake_quant"
+FUSED_TESTS = ("test_fused_obs_fake_quant_moving_avg", "test_fused_obs_fake_quant_moving_avg_per_channel", "backward_op",
+               "backward_op_fake_quant_off")
+# TestFakeQuantizeOps (tools/goldens/aten_torch_ported.py): the cases of each test, and how many PyTorch refused
+FAKE_QUANTIZE_TESTS = {
+    "test_forward_per_tensor": (6, 0), "test_backward_per_tensor": (8, 0),
+    "test_forward_per_tensor_half_precision_numerics": (5, 0), "test_fake_quantize_per_tensor_affine_inf": (4, 0),
+    "test_forward_per_tensor_cachemask_cpu": (32, 0), "test_backward_per_tensor_cachemask_cpu": (24, 0),
+    "test_learnable_forward_per_tensor_cpu": (6, 0), "test_learnable_backward_per_tensor_cpu": (16, 0),
+    "test_learnable_forward_per_channel_cpu": (6, 0), "test_learnable_backward_per_channel_cpu": (16, 0),
+    "test_forward_per_channel": (4, 0), "test_backward_per_channel": (12, 0),
+    "test_forward_per_channel_cachemask_cpu": (24, 0), "test_backward_per_channel_cachemask_cpu": (18, 0),
+    "test_forward_per_channel_half_precision_numerics": (4, 1), "test_fake_quant_per_channel_qparam_range": (6, 2),
+    "test_fake_quant_per_channel_qparam_range_empty_input": (2, 1),
+    "test_fake_quantize_per_channel_affine_scale_dtypes": (4, 3),
+    "test_numerical_consistency_per_tensor": (12, 0), "test_numerical_consistency_per_channel": (18, 0),
+    "test_fq_module_per_tensor": (6, 0), "test_fixed_qparams_fq_module": (2, 0), "test_fake_quant_control": (6, 0),
+    "test_fake_quant_preserves_qparam_shapes_for_activations": (1, 0)}
 
 
 def _tagged(tag):
@@ -31,7 +48,7 @@ def test_the_goldens_cover_each_class():
     zero_d = _tagged("zero-d")
     outs = [o for _, c in zero_d if "outputs" in c["expect"] for n, o in c["expect"]["outputs"].items()
             if n in ("output", "mask", "dX")]
-    assert len(zero_d) == 56 and len(outs) == 91 and all(o["shape"] == [] for o in outs)
+    assert len(zero_d) == 58 and len(outs) == 92 and all(o["shape"] == [] for o in outs)
     lsq = _tagged("empty-lsq")
     assert len(lsq) == 4 and all(c["expect"]["outputs"]["dZeroPoint"]["values"][:2] == c["inputs"]["zero_point"]
                                  ["values"][:2] for _, c in lsq)   # 300.2 as given: not rounded, not clamped
@@ -44,12 +61,35 @@ def test_the_goldens_cover_each_class():
 def test_pytorchs_fused_observer_tests_are_ported():
     """TestFusedObsFakeQuant's CPU calls: every symmetric_quant x use_bool of each test, each its calls in order
     (the state one call leaves is the next one's), the 5x5, [5, 5] and [5, 4, 3] inputs, the empty one."""
-    per_test = collections.Counter(c["tags"][1] for _, c in _tagged("ported"))
+    fused = [c for _, c in _tagged("ported") if c["tags"][1] in FUSED_TESTS]
+    per_test = collections.Counter(c["tags"][1] for c in fused)
     assert per_test == {"test_fused_obs_fake_quant_moving_avg": 44,
                         "test_fused_obs_fake_quant_moving_avg_per_channel": 80,
                         "backward_op": 1, "backward_op_fake_quant_off": 1}
-    shapes = {tuple(c["inputs"]["input"]["shape"]) for _, c in _tagged("ported")}
+    shapes = {tuple(c["inputs"]["input"]["shape"]) for c in fused}
     assert shapes == {(5, 5), (0, 5), (5, 4, 3), (10, 10), (4, 4)}
+
+
+def test_pytorchs_fake_quantize_tests_are_ported():
+    """TestFakeQuantizeOps' CPU calls of these ops (242 cases): each test's, with its shapes, dtypes, qparams and
+    ranges (a fixed set of draws for hypothesis'), forward and, for the backward tests, autograd's backward ops."""
+    cases = [(op, c) for op, c in _tagged("ported") if c["tags"][1] not in FUSED_TESTS]
+    got = collections.defaultdict(lambda: [0, 0])
+    for _, c in cases:
+        got[c["tags"][1]][0] += 1
+        got[c["tags"][1]][1] += "error" in c["expect"]
+    assert {k: tuple(v) for k, v in got.items()} == FAKE_QUANTIZE_TESTS
+    assert len(cases) == 242 and all(c["id"].startswith("ported-") for _, c in cases)
+    ops_of = collections.defaultdict(set)
+    for op, c in cases:
+        ops_of[c["tags"][1]].add(op)
+    # a backward test runs its forward op and autograd's backward op
+    assert ops_of["test_backward_per_tensor"] == {"fake_quantize_per_tensor_affine_cachemask",
+                                                  "fake_quantize_per_tensor_affine_cachemask_backward"}
+    assert ops_of["test_learnable_backward_per_channel_cpu"] == {"_fake_quantize_learnable_per_channel_affine",
+                                                                 "_fake_quantize_learnable_per_channel_affine_backward"}
+    dts = {c["inputs"]["input"]["dtype"] for _, c in cases if c["tags"][1] == "test_forward_per_tensor_cachemask_cpu"}
+    assert dts == {"float32", "float64", "float16", "bfloat16"}
 
 
 @pytest.mark.parametrize("op", ["fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine_cachemask"])

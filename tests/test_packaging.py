@@ -144,8 +144,8 @@ def test_a_wheel_installed_package_runs_the_same_golden_cases(wheel, tmp_path, c
     want = {"FakeQuantWithMinMaxArgs:f16:dynamic": _usable(PKG / "goldens" / "half" / "FakeQuantWithMinMaxArgs.json"),
             "fake_quantize_per_tensor_affine:f16:dynamic@torch-cpu":
                 _usable(PKG / "goldens" / "aten" / "fake_quantize_per_tensor_affine.json")}
-    assert {e: g for e, _, _, g in cells["wheel"]} == want and list(want.values()) == [300, 15]
-    assert "2 of 2 cells exact" in ran.stdout and "315 golden cases run" in ran.stdout
+    assert {e: g for e, _, _, g in cells["wheel"]} == want and list(want.values()) == [300, 25]
+    assert "2 of 2 cells exact" in ran.stdout and "325 golden cases run" in ran.stdout
 
 
 def _usable(path: Path, dtype: str = "float16") -> int:

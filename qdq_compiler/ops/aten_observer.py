@@ -134,7 +134,7 @@ def check(c, spec, arrays, attrs):
     if attrs["per_row_fake_quant"] and (x.ndim < 2 or ch_axis < 0 and x.ndim != 2):
         c.fail(f"per_row_fake_quant takes an input of rank >= 2 and ch_axis 0..rank-1 (a negative one on a 2-D "
                f"input only); got shape {list(x.shape)}, ch_axis={ch_axis}", "input" if x.ndim < 2 else "ch_axis",
-               tf="Dimension out of range (expected to be in range of [-1, 0], but got 1)" if x.ndim == 1 else None)
+               tf="Dimension out of range (expected to be in range of [-1, 0], but got 1)" if x.ndim <= 1 else None)
     if attrs["per_row_fake_quant"] and ch_axis != 0:   # PyTorch's observer checks it; off, its kernel takes any
         if int(arrays["observer_on"]):
             c.fail(f"ch_axis={ch_axis}: per_row_fake_quant observes along ch_axis 0 only (with observer_on 0, "

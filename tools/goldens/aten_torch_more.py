@@ -7,7 +7,8 @@ Tags name the class of each case:
   ``zp-range``     a zero point outside [quant_min, quant_max], in each form of the per-tensor qparams;
   ``per-row-nd``   fused_moving_avg_obs_fake_quant per row on N-d inputs, other ch_axis values, empty inputs;
   ``ported``       test/quantization/core/test_workflow_ops.py's TestFusedObsFakeQuant calls with their shapes and
-                   parameters (hypothesis' draws replaced by every value of each strategy; seeds of our own).
+                   parameters (hypothesis' draws replaced by every value of each strategy; seeds of our own), then
+                   its TestFakeQuantizeOps (aten_torch_ported.py: a fixed set of draws per test), after them.
 Run through aten_torch.py (``python -m tools.goldens.aten_torch``); not on its own.
 """
 from __future__ import annotations
@@ -153,11 +154,11 @@ def observer(op, rng):
         st = _row_state(n, False, rng) if per_row else [np.array(-1.0, F32), np.array(1.0, F32),
                                                          np.array([0.5], F32), np.array([2], I32)]
         _observe(cases, cid, np.zeros(shape, F32), 1, 1, st, 0, 255, axis, per_row, False, tag + ["empty"])
-    # a 0-d input per tensor: ch_axis 0 is refused (ch_axis < dim), -1 answers
-    for axis in (0, -1):
-        _observe(cases, f"0d-axis{axis}", np.array(1.7, F32), 1, 1,
+    # a 0-d input per tensor: ch_axis 0 is refused (ch_axis < dim), -1 and -2 answer; per row, flatten(1) refuses
+    for axis, per_row in ((0, False), (-1, False), (-2, False), (-1, True)):
+        _observe(cases, f"0d-axis{axis}" + ("-per-row" if per_row else ""), np.array(1.7, F32), 1, 1,
                  [np.array(np.inf, F32), np.array(-np.inf, F32), np.array([1.0], F32), np.array([0], I32)], 0, 255,
-                 axis, False, False, ["zero-d"])
+                 axis, per_row, False, ["zero-d"])
     return cases + ported_observer(rng)
 
 
@@ -206,6 +207,7 @@ MORE = {**{op: per_tensor for op in PT_OPS},
 
 
 def more_cases(op: str, seed: int) -> list:
+    from .aten_torch_ported import ported_cases   # TestFakeQuantizeOps: seeds of their own, after the rest
     gen = MORE.get(op)
-    return gen(op, np.random.default_rng(seed)) if gen else []
+    return (gen(op, np.random.default_rng(seed)) if gen else []) + ported_cases(op)
 
