@@ -42,6 +42,10 @@ CACHE_ENV = "QDQ_CACHE_DIR"
 _CACHE_FILE = re.compile(r"^[0-9a-f]{64}\.(vmfb|json|lock|(vmfb|json)\..+\.tmp)$")
 _INDEX_DIR = "index"
 _INDEX_FILE = re.compile(r"^[0-9a-f]{64}\.key(\..+\.tmp)?$")
+# and in ``templates/``, Jinja's compiled templates (emit.py: each process's first render compiled every template
+# it used, ~0.4 s; Jinja checks each entry against its template's source) and their temp files
+_TEMPLATES_DIR = "templates"
+_TEMPLATE_FILE = re.compile(r"^__jinja2_[0-9a-f]{40}\.cache(.+\.tmp)?$")
 _MAX_STDERR_LINES = 200
 
 
@@ -52,6 +56,11 @@ def cache_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "qdq_compiler"
+
+
+def template_bytecode_dir() -> Path:
+    """Where Jinja keeps the compiled templates (emit.py), inside the cache dir."""
+    return cache_dir() / _TEMPLATES_DIR
 
 
 def cache_key(mlir: str, flags: tuple[str, ...]) -> str:
@@ -326,8 +335,8 @@ def cache_clear() -> int:
     """Remove the cache's own files (and nothing else) from the cache dir; returns how many artifacts."""
     d = cache_dir()
     n = 0
-    index = d / _INDEX_DIR
-    for f in _cache_files(index, _INDEX_FILE) + _cache_files(d):
+    index, templates = d / _INDEX_DIR, d / _TEMPLATES_DIR
+    for f in _cache_files(index, _INDEX_FILE) + _cache_files(templates, _TEMPLATE_FILE) + _cache_files(d):
         try:
             f.unlink()
         except FileNotFoundError:  # removed concurrently
@@ -335,6 +344,7 @@ def cache_clear() -> int:
         except OSError as e:
             raise QDQError(f"cannot clear cache file {f}: {e.strerror or e}", arg="cache") from None
         n += f.suffix == ".vmfb"
-    with contextlib.suppress(OSError):  # only if empty: nothing but our own files is ever removed
-        index.rmdir()
+    for sub in (index, templates):
+        with contextlib.suppress(OSError):  # only if empty: nothing but our own files is ever removed
+            sub.rmdir()
     return n

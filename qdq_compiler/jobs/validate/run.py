@@ -90,6 +90,8 @@ class LocalExecutor:
         """(cells in the report's order, coverage per configuration)."""
         # bound once, before compiling: the oracle's answers are reused on every target, and the views the
         # calls pick tell precompile which artifacts they need
+        _stage(f"preparing the calls of {_count(len(entries), 'configuration')} (goldens and random inputs, bound once "
+               f"for every target)", progress)
         cases = {e.name: bound_calls(e, sizes, seed) for e in entries}
         compile_errors = precompile(entries, run_on + compile_only, sizes, self.jobs, progress, cases)
         cells = []
