@@ -16,6 +16,7 @@ from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
 from .cli_cluster import add_cluster_options, add_worker, cluster_address
 from .cli_help import EXAMPLES
+from .cli_config import _attrs, _config, _dtype, _named, parse_attr_value  # noqa: F401 (parse_attr_value: the API)
 from .cli_inputs import as_saved, negative_literals, read_inputs
 from .cli_interrupt import interrupted, run_interruptible
 from .outputs import check_writable, save_arrays, write_atomic
@@ -24,51 +25,9 @@ _DTYPE_ALIASES = ", ".join(d.short for d in dtypes.FLOATS.values())   # the dtyp
 
 
 
-def parse_attr_value(op: str, text: str):
-    """'num_bits=4' -> ('num_bits', 4), typed by the op registry."""
-    spec = ops.get(op)
-    if "=" not in text:
-        raise QDQError(f"--attr {text!r} must look like NAME=VALUE", arg="--attr")
-    name, value = text.split("=", 1)
-    attr = spec.attr_map.get(name)
-    if attr is None:
-        raise QDQError(f"unknown attribute {name!r} for {op}; attributes: {', '.join(spec.attr_map) or 'none'}",
-                       arg="--attr")
-    try:
-        if attr.kind is bool:
-            low = value.lower()
-            if low not in ("true", "false", "1", "0"):
-                raise ValueError
-            return name, low in ("true", "1")
-        if attr.kind is int:
-            return name, int(value)
-        if attr.kind is float:
-            return name, float.fromhex(value) if value.lower().lstrip("-+").startswith("0x") else float(value)
-        return name, value
-    except ValueError:
-        raise QDQError(f"--attr {name}={value!r}: expected {dict(bool='a bool (true/false)', int='an int', float='a float').get(attr.kind.__name__, 'a string')}", arg=name) from None
-
-
 def _count(n: int, word: str) -> str:
     """'1 input', '3 inputs'."""
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _attrs(args) -> dict:
-    return dict(parse_attr_value(args.op, a) for a in (args.attr or []))
-
-
-def _dtype(text: str) -> str:
-    try:
-        return dtypes.get(text).name
-    except QDQError:
-        raise QDQError(f"--dtype {text!r} is not supported; allowed: {dtypes.allowed()}", arg="--dtype") from None
-
-
-def _config(args):
-    from .config import OpConfig
-    return OpConfig.make(args.op, _attrs(args), _dtype(args.dtype), args.shape, args.target, args.params,
-                         args.semantics, args.tuning)
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -80,7 +39,7 @@ def cmd_ops(args):
                       "outputs": list(s.outputs),
                       "dtypes": {sem: list(s.family.rules(sem).dtypes) for sem in semantics.names() if s.family.answers(sem)},
                       "attrs": {a.name: {"type": a.kind.__name__, "default": a.default,
-                                         **({"choices": list(a.choices)} if a.choices else {})} for a in s.attrs}}
+                                         **({"choices": list(a.choices)} if a.choices else {})} for a in s.user_attrs}}
                for name, s in ops.OPS.items()}
         print(json.dumps(out, indent=1))
         return 0
@@ -90,7 +49,7 @@ def cmd_ops(args):
             shown = s.namespace
             where = {"tf": "qdq_compiler.raw_ops", "aten": "qdq_compiler.aten"}.get(shown, shown)
             print(f"# {semantics.framework(shown)} ({where}; semantics {', '.join(semantics.names(shown))})")
-        attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.attrs)
+        attrs = ", ".join(f"{a.name}={a.default!r}" for a in s.user_attrs)
         dts = "; ".join(f"{', '.join(s.family.rules(sem).dtypes)} ({sem})" for sem in semantics.names()
                         if s.family.answers(sem))
         print(f"{name}\n    inputs:  {', '.join(s.input_names)}\n    outputs: {', '.join(s.outputs)}\n"
@@ -122,7 +81,12 @@ def cmd_run(args):
         raise QDQError(f"{args.op} takes {_count(len(spec.inputs), 'input')} ({', '.join(spec.input_names)}), "
                        f"got {len(inputs)} --input", arg="--input")
     attrs = _attrs(args)
-    kwargs = {**attrs, **read_inputs(spec, inputs, attrs)}
+    extra, types = _named(args.input_dtype, "--input-dtype")
+    if extra or set(types) - set(spec.input_names):
+        raise QDQError(f"--input-dtype {(extra or sorted(set(types) - set(spec.input_names)))[0]!r}: NAME=DTYPE of "
+                       f"an input of {args.op} ({', '.join(spec.input_names)})", arg="--input-dtype")
+    named = {i.dtype[5:]: types[i.name] for i in spec.inputs if i.name in types and i.dtype.startswith("attr:")}
+    kwargs = {**attrs, **read_inputs(spec, inputs, {**attrs, **named})}
     check_writable(args.output, "-o")
     result = run_compiled(args.op, {**kwargs, "target": args.target, "semantics": args.semantics})
     outs = result if isinstance(result, tuple) else (result,)
@@ -268,7 +232,12 @@ def _op_args(p, target_default="cpu"):
     p.add_argument("--attr", action="append", metavar="NAME=VALUE", help="an attribute (repeatable)")
     p.add_argument("--dtype", default="f32", help=f"f32 (default), or one of {_DTYPE_ALIASES} (which ones an op takes: "
                                                    "'qdqc ops')")
-    p.add_argument("--shape", default="?", help="dims joined by x, '?' = dynamic (default '?'; 'scalar' = rank 0)")
+    p.add_argument("--shape", action="append", metavar="[NAME=]DIMS",
+                   help="the data's dims joined by x, '?' = dynamic (default '?'; 'scalar' = rank 0); NAME=DIMS "
+                        "another input's, e.g. an ONNX scale's: y_scale=4 (1-D: per axis; default per tensor)")
+    p.add_argument("--input-dtype", action="append", metavar="NAME=DTYPE",
+                   help="an input's type where it is not the op's (repeatable): x=int4 (DequantizeLinear's x), "
+                        "y_zero_point=int4, y_scale=float16")
     p.add_argument("--target", default=target_default, help="cpu (default), cpu-host, vmvx, vulkan, cuda")
     p.add_argument("--params", default="baked", choices=("baked", "runtime", "arguments"),
                    help="numeric attributes as constants (default) or trailing 0-d arguments: 'arguments' with "
@@ -330,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one per op input, in order: a .npy file, or a number for a scalar input (min, max, "
                         "num_bits), typed like the data; a bfloat16 array saved with np.save (stored as |V2) is "
                         "read as bfloat16")
+    p.add_argument("--input-dtype", action="append", metavar="NAME=DTYPE",
+                   help="the storage type of an input saved as .npy (np.save writes int4, float8... as void or "
+                        "codes), repeatable: x=int4 (DequantizeLinear), y_zero_point=int4")
     p.add_argument("--target", default="cpu", help="a target, or 'oracle' for the NumPy reference")
     _semantics_arg(p)
     p.add_argument("-o", "--output", help=".npy (one output) or .npz (several) to write")

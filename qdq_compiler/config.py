@@ -95,15 +95,14 @@ class OpConfig:
         spec = ops.get(op)
         attrs = dict(attrs or {})
         semantics = _semantics.get(semantics or _semantics.default_for(spec.namespace)).name
-        c = Checker(spec.name)
+        c = Checker(spec.name, _semantics.framework(spec.namespace))
         rules = spec.family.rules(semantics)
         why = rules.unsupported(spec)
         if why:
             c.fail(why, "semantics")
         unknown = sorted(set(attrs) - set(spec.attr_map))
         if unknown:
-            c.fail(f"unknown attribute {unknown[0]!r}; attributes of {op}: {', '.join(spec.attr_map) or 'none'}",
-                   unknown[0])
+            c.fail(f"unknown attribute {unknown[0]!r}; attributes of {op}: {spec.user_attr_names}", unknown[0])
         full = {a.name: check_attr(c, a, attrs.get(a.name, a.default)) for a in spec.attrs}
         allowed = rules.dtypes
         if dtype not in allowed:
@@ -118,6 +117,45 @@ class OpConfig:
         cfg = OpConfig(op, tuple(sorted(full.items())), dtype, shape, target, params, semantics, tuning, fma)
         cfg.check_static()
         return cfg
+
+    @staticmethod
+    def from_reference(op: str, attrs: Mapping[str, Any] | None = None, dtype: str = "float32", shape="?",
+                       target: str = "cpu", params: str = "runtime", semantics: str | None = None, tuning: str = "",
+                       shapes: Mapping[str, Any] | None = None, types: Mapping[str, str] | None = None) -> "OpConfig":
+        """The configuration a user describes (the command line, a bundle entry): the reference's attributes only,
+        the data's ``shape``, and optionally other inputs' shapes and types by name (``shapes``, ``types``); the
+        internal attributes are derived from them (``Family.configure``), as a call derives them from its arrays."""
+        spec = ops.get(op)
+        c = Checker(spec.name, _semantics.framework(spec.namespace))
+        attrs, shapes, types = dict(attrs or {}), dict(shapes or {}), dict(types or {})
+        # An internal attribute given by name overrides what the inputs' declarations derive (kept for the
+        # generated lit tests, which pin programs whose choice no declaration makes yet: a dynamic extent's ragged
+        # blocks, tiny scales); it is never listed nor suggested.
+        forced = {a.name: attrs.pop(a.name) for a in spec.attrs if spec.is_internal(a.name) and a.name in attrs}
+        unknown = sorted(set(attrs) - set(spec.attr_map))
+        if unknown:
+            c.fail(f"unknown attribute {unknown[0]!r}; attributes of {op}: {spec.user_attr_names}", unknown[0])
+        for what, given in (("shape", shapes), ("dtype", types)):
+            for name in given:
+                if name not in spec.input_names:
+                    c.fail(f"input {name!r} (a {what} given by name) is not an input of {op}; inputs: "
+                           f"{', '.join(spec.input_names)}", name)
+        dims = parse_shape(shapes.pop(spec.data_input, shape))
+        declared = {n: parse_shape(v) for n, v in shapes.items()}
+        named = {}
+        for n, v in types.items():
+            try:
+                named[n] = dtypes.name_of(dtypes.np_of(v))
+            except (QDQError, TypeError, ValueError):
+                c.fail(f"input {n}: dtype {v!r} is not known", n)
+        full = {**spec.family.configure(spec, attrs, dims, declared, named, dtype), **forced}
+        for inp in spec.inputs:   # a declared type an internal attribute cannot name: the input's own error
+            a = spec.attr_map.get(inp.dtype[5:]) if inp.dtype.startswith("attr:") else None
+            if inp.name in named and a is not None and a.choices and full.get(a.name) not in a.choices:
+                c.fail(f"input {inp.name} of type {named[inp.name]} is not allowed; allowed: "
+                       f"{', '.join(v for v in a.choices if v)}", inp.name)
+        return OpConfig.make(op, full, dtype, dims, target, params, semantics, tuning)   # (then, by the caller:
+        #   jobs.bundle.signature.check_declared, the declared shapes against the program's parameters)
 
     @staticmethod
     def from_call(call, target: str, shape: str, override: Mapping[str, Any], tuning: str = "") -> "OpConfig":
@@ -167,6 +205,9 @@ class OpConfig:
                 shape = pshape
                 if spec.family.operand_layout(spec, a, inp) == ops.BLOCKS and axis is not None:
                     size = spec.family.block_size(spec, a)
+                    if size < 1:
+                        Checker(spec.name, _semantics.framework(spec.namespace)).fail(
+                            f"block_size={size}: blocks need block_size > 0", "block_size")
                     shape = tuple(-(-d // size) if i == axis else d for i, d in enumerate(dims))
                 kwargs[inp.name] = np.full(shape, inp.example, dtypes.np_of(inp.dtype_name(a, dt.name)))
             if inp.layout == ops.DATA and not inp.typed_by_op:

@@ -93,8 +93,9 @@ def check_attr(c: Checker, attr: ops.Attr, value):
                    cls=QDQTypeError)
         if attr.choices and value not in attr.choices:
             allowed = ", ".join(f'"{v}"' for v in attr.choices)
+            tf_words = f'Value for attr \'{name}\' of "{value}" is not in the list of allowed values: {allowed}'
             c.fail(f"attribute {name}={value!r} is not allowed; allowed values: {list(attr.choices)}", name,
-                   tf=f'Value for attr \'{name}\' of "{value}" is not in the list of allowed values: {allowed}')
+                   tf=tf_words if c.reference == "TensorFlow" else None)   # TF's words are TF's alone
         return value
     raise AssertionError(attr)
 
@@ -196,8 +197,8 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
     kwargs.pop("name", None)  # TF's op name argument: accepted and ignored
     if not spec.argument_names.issuperset(kwargs):
         unknown = sorted(set(kwargs) - spec.argument_names)
-        c.fail(f"unknown argument {unknown[0]!r}; arguments are: {', '.join(spec.input_names + tuple(spec.attr_map))}",
-               unknown[0])
+        c.fail(f"unknown argument {unknown[0]!r}; arguments are: "
+               f"{', '.join(spec.input_names + tuple(a.name for a in spec.user_attrs))}", unknown[0])
     for n in spec.input_names:
         if n not in kwargs:
             c.fail(f"missing required input {n!r} (inputs: {', '.join(spec.input_names)})", n)
@@ -207,6 +208,12 @@ def bind(op: str, kwargs: Mapping[str, Any], semantics: str | None = None) -> Ca
             given = kwargs[inp.name]
             if isinstance(given, (np.ndarray, np.generic)):
                 named = dtypes.name_of(np.asarray(given).dtype)
+                a = spec.attr_map.get(inp.dtype[5:])
+                if inp.dtype[5:] not in kwargs and a is not None and a.choices and named not in a.choices:
+                    # the attribute is the input's type: a type it cannot name is the input's error
+                    dt = np.asarray(given).dtype
+                    c.fail(f"input {inp.name} has dtype {named}; allowed: {', '.join(v for v in a.choices if v)}",
+                           inp.name, cls=QDQTypeError, tf=spec.family.wrong_dtype_words(spec, inp.name, dt))
                 kwargs.setdefault(inp.dtype[5:], named)
                 stored = dict(inp.stored_as).get(named)
                 if stored is not None and kwargs[inp.dtype[5:]] == named:   # held wider at the boundary (exact)

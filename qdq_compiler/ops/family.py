@@ -63,6 +63,23 @@ class Family:
         0-d array, 1-element tensors as 0-d, ...); TF's pass unchanged."""
         return kwargs
 
+    def configure(self, spec: OpSpec, attrs: Mapping[str, Any], dims: tuple, shapes: Mapping[str, tuple],
+                  types: Mapping[str, str], element: str) -> dict:
+        """The attributes of a program built with no arrays (the command line, a bundle entry): the reference's
+        ``attrs``, and the internal ones derived from the inputs as declared: ``dims`` the data's shape (None:
+        dynamic), ``shapes`` and ``types`` those given by input name, ``element`` the op's element type. By default
+        an input whose dtype an internal attribute names ("attr:<name>") sets it from its declared type."""
+        out = dict(attrs)
+        for inp in spec.inputs:
+            named = types.get(inp.name)
+            if named is not None and inp.dtype.startswith("attr:") and inp.dtype[5:] in spec.attr_map:
+                key = inp.dtype[5:]
+                if key in attrs and attrs[key] != named:
+                    raise QDQError(f"{key}={attrs[key]!r} does not match {inp.name}'s type {named}", op=spec.name,
+                                   arg=key)
+                out[key] = named
+        return out
+
     def element_dtype(self, spec: OpSpec, kwargs: Mapping[str, Any]) -> np.dtype | None:
         """The op's element type T where no operand of type T carries it (ONNX's DequantizeLinear: its result's
         type); None: the first T-typed array's."""

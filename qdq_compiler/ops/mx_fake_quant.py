@@ -196,9 +196,31 @@ class MXFakeQuant(Family):
                 if out.get("ragged", ragged) != ragged:   # a program built for the other kind (a bundle entry)
                     raise QDQError(f"{name} has {x.shape[out['axis']]} elements along axis {out['axis']}, "
                                    f"{'not ' if ragged else ''}a multiple of block_size {bs}; this program was built "
-                                   f"with ragged={out['ragged']} (build it with ragged={ragged})", op=spec.name,
-                                   arg=name)
+                                   f"for data whose extent along axis is {'' if ragged else 'not '}one (build it "
+                                   f"for this data's shape)", op=spec.name, arg=name)
                 out["ragged"] = ragged
+        return out
+
+    def configure(self, spec, attrs, dims, shapes, types, element):
+        """As a call: dequantize's elem from its elements' declared type, elem_type from elem, block_size None as the
+        format's own, axis non-negative, ragged from a static extent along it (a dynamic one: blocks that divide it)."""
+        out = super().configure(spec, attrs, dims, shapes, types, element)
+        if spec.variant.kind == "dequantize" and not spec.variant.nvfp4 and spec.data_input in types:
+            elem = _ELEM_OF_TYPE.get(types[spec.data_input])
+            if elem is None:
+                raise QDQTypeError(f"elements must be of an MX element type: {', '.join(MXO.STORAGE.values())} (got "
+                                   f"{types[spec.data_input]})", op=spec.name, arg="elements")
+            out["elem"] = elem
+        if "elem_type" in spec.attr_map:
+            out["elem_type"] = MXO.STORAGE.get(out.get("elem", ELEM.default), ELEM_TYPE.default)
+        if out.get("block_size", 0) is None:
+            out["block_size"] = NVFP4_BLOCK if out.get("elem") == "nvfp4" else BLOCK_SIZE.default
+        axis, bs = out.get("axis", -1), out.get("block_size", spec.attr_map["block_size"].default)
+        if isinstance(axis, int) and dims and -len(dims) <= axis < len(dims):
+            out["axis"] = axis % len(dims)
+            extent = dims[out["axis"]]
+            if isinstance(bs, int) and bs > 0 and extent is not None:
+                out["ragged"] = bool(extent % bs)
         return out
 
     def element_dtype(self, spec, kwargs):

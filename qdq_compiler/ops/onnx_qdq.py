@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes, storage
+from ..errors import QDQError
 from . import onnx_qdq_args
 from .family import AXIS, FLAT, Family
 from .onnx_qdq_args import FLOATS, SCALE_DTYPES
@@ -58,7 +59,8 @@ DQ_OUTPUT_DTYPE = attr("output_dtype", str, "", ("",) + FLOATS,
                        doc="opset 23: the result's type (default the scale's); it is the op's element type T")
 BLOCK_SIZE = attr("block_size", int, 0, doc="blocked quantization: the elements along axis one scale covers (0: none)")
 NO_ZERO_POINT = attr("no_zero_point", bool, False,
-                     doc="set when no zero point is given to a float6 dequantization: none is subtracted (-0 stays -0)")
+                     doc="set when no zero point is given to a float6 dequantization: none is subtracted (-0 stays -0)",
+                     internal=True)
 
 
 @dataclass(frozen=True)
@@ -247,6 +249,30 @@ class OnnxQDQ(Family):
         if spec.variant.quantize or not kwargs.get("output_dtype"):
             return None
         return dtypes.np_of(kwargs["output_dtype"])
+
+    def configure(self, spec, attrs, dims, shapes, types, element):
+        """ONNX's choice by the scale's shape: blocks where block_size > 0, else per axis where the scale (or the zero
+        point) is declared 1-D of other than one element ('?' included), else per tensor; the scale's type as declared
+        (x's: none named); a negative axis counted from the end."""
+        out = super().configure(spec, attrs, dims, shapes, types, element)
+        scale, zp = spec.input_names[1], spec.input_names[2]
+        if out.get("scale_dtype") == element:
+            out["scale_dtype"] = ""
+        declared = shapes.get(scale, shapes.get(zp))
+        bs = attrs.get("block_size", 0)
+        if isinstance(bs, int) and bs > 0:
+            out["granularity"] = "block"
+        elif declared is not None and len(declared) > 1:
+            raise QDQError(f"{scale} has shape {list(declared)}; allowed: a number, or a vector along axis (or "
+                           f"blocks, with block_size > 0)", op=spec.name, arg=scale, reference="ONNX",
+                           tf_message="Input 2 must be a vector or a number.")
+        else:
+            out["granularity"] = "axis" if declared is not None and len(declared) == 1 and declared[0] != 1 \
+                else "tensor"
+        axis = out.get("axis", 1)
+        if out["granularity"] != "tensor" and isinstance(axis, int) and -len(dims) <= axis < 0:
+            out["axis"] = axis + len(dims)
+        return out
 
     def public_arguments(self, spec, kwargs):
         return onnx_qdq_args.public_arguments(spec, kwargs, QUANTIZED, DQ_TYPES)

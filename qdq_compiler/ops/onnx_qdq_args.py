@@ -201,7 +201,8 @@ def public_arguments(spec, kwargs, quantized: tuple[str, ...], dq_types: tuple[s
             tiny = bool(np.any(np.abs(scale) < TINY))
         if tiny and out.get("tiny_scale") is False:   # a bundle entry's baked program
             raise QDQError(f"{scale_name} has values below 2^-100 in magnitude; this program was built for scales "
-                           f"above (tiny_scale=False): build it with tiny_scale=True", op=spec.name, arg=scale_name)
+                           f"of 2^-100 and above (its scale was not known when it was built): call the op in Python, which builds "
+                           f"for the scale given", op=spec.name, arg=scale_name)
         out["tiny_scale"] = tiny or bool(out.get("tiny_scale", False))
     axis = out.get("axis", 1)
     if out["granularity"] != "tensor" and _is_array(x) and isinstance(axis, (int, np.integer)) \

@@ -18,10 +18,15 @@ class Attr:
     default: Any
     choices: tuple = ()           # allowed values for str attrs
     doc: str = ""
+    internal: bool = False        # set from the call's inputs (their shapes, types or values), never by a user:
+    #   not the reference's attribute; never listed (qdqc ops), never named in an error; the CLI and bundles refuse it
 
 
-def attr(name, kind, default, choices=(), doc="") -> Attr:
-    return Attr(name, kind, default, tuple(choices), doc)
+def attr(name, kind, default, choices=(), doc="", internal: bool | None = None) -> Attr:
+    """An attribute; ``internal`` (default: a doc that says "set from ...") marks one derived from the inputs."""
+    if internal is None:
+        internal = doc.startswith("set from")
+    return Attr(name, kind, default, tuple(choices), doc, bool(internal))
 
 
 # The shape of an operand, relative to the data (Input.shape):
@@ -158,6 +163,23 @@ class OpSpec:
     @cached_property
     def attr_map(self) -> dict[str, Attr]:
         return {a.name: a for a in self.attrs}
+
+    @cached_property
+    def user_attrs(self) -> tuple[Attr, ...]:
+        """The reference's attributes: what a user sets (the command line, a bundle entry); the internal ones are
+        derived from the inputs."""
+        return tuple(a for a in self.attrs if not self.is_internal(a.name))
+
+    def is_internal(self, name: str) -> bool:
+        """Whether attribute ``name`` is derived from the inputs: declared so, or absent from the reference's
+        signature where the op has one (ONNX's, PyTorch's schema, MX's functions)."""
+        a = self.attr_map[name]
+        return a.internal or bool(self.signature) and name not in self.signature
+
+    @cached_property
+    def user_attr_names(self) -> str:
+        """The reference's attribute names, as errors list them ("none" where the op has none)."""
+        return ", ".join(a.name for a in self.user_attrs) or "none"
 
     @cached_property
     def input_names(self) -> tuple[str, ...]:

@@ -78,7 +78,7 @@ class BundleEntry:
                         for d in self.function["inputs"][:len(spec.inputs)]]
         kw = inspect.Parameter.KEYWORD_ONLY
         params = [inspect.Parameter(i.name, kw) for i in spec.inputs]
-        params += [inspect.Parameter(a.name, kw, default=self.attrs[a.name]) for a in spec.attrs]
+        params += [inspect.Parameter(a.name, kw, default=self.attrs[a.name]) for a in spec.user_attrs]
         self.__signature__ = inspect.Signature(params + [inspect.Parameter("name", kw, default=None)])
         ins = ", ".join(f"{i['name']}: {i['type']}" for i in self.function["inputs"])
         outs = ", ".join(f"{o['name']}: {o['type']}" for o in self.function["outputs"])
@@ -129,6 +129,13 @@ class BundleEntry:
         if spec.namespace != "tf":   # the framework's argument kinds (aten: a Python float scale, [1] qparams)
             merged = spec.family.public_arguments(spec, merged)
         call = bind(self.op, merged, semantics=self.semantics)
+        for a in spec.attrs:   # a choice the entry's declarations made that this call's inputs make otherwise
+            if spec.is_internal(a.name) and a.name in spec.family.structural(spec) and \
+                    call.attrs[a.name] != self.attrs.get(a.name, call.attrs[a.name]):
+                raise QDQError(f"this call's inputs do not fit bundle entry {self.name!r}: {a.doc.split(': ', 1)[0]} "
+                               f"({a.doc.split(': ', 1)[-1]}), the entry was built for {self.attrs[a.name]!r} and "
+                               f"this call gives {call.attrs[a.name]!r}; build an entry for these inputs "
+                               f"(input_shapes, input_dtypes)", op=self.op, arg=a.name)
         if call.dtype != dtype:
             raise QDQTypeError(f"bundle entry {self.name!r} is compiled for {self.dtype}; got {call.dtype.name} inputs",
                                op=self.op, arg=spec.inputs[0].name)

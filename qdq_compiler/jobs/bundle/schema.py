@@ -18,6 +18,7 @@ from ... import semantics as SEM
 from ... import targets as T
 from ...config import OpConfig, parse_shape
 from ...errors import QDQError
+from .signature import check_declared
 
 SCHEMA = "qdq_compiler.bundle"
 SCHEMA_VERSION = 1
@@ -26,7 +27,8 @@ DEFAULT_TARGETS = ("cpu",)
 
 # Entry names become file names (<name>.<target>.vmfb): no path separators, no leading dot.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_ENTRY_KEYS = ("name", "op", "attrs", "dtype", "shape", "targets", "semantics", "params")
+_ENTRY_KEYS = ("name", "op", "attrs", "dtype", "shape", "input_shapes", "input_dtypes", "targets", "semantics",
+               "params")
 # An entry's numeric attributes: baked into the artifact, or arguments of each call (config.PARAM_MODES)
 ENTRY_PARAMS = ("baked", "arguments")
 _TOP_KEYS = ("schema_version", "name", "targets", "target_cpu", "entries")
@@ -116,6 +118,8 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
     (its attributes; defaults filled in), ``dtype`` (f32/f64/f16/bf16, default f32), ``semantics``
     (``"tf-cpu"``, the default, or ``"tf-xla"``), ``shape`` (``"?x64"`` or a
     list with ``"?"`` for dynamic dims; default ``"?"``), ``name`` (default: the op; must be unique),
+    ``input_shapes`` and ``input_dtypes`` (tables by input name: another input's shape, e.g. ONNX's per-axis
+    ``y_scale = "64"``, and type, e.g. ``x = "int4"``; the program's internal choices are derived from them),
     ``params`` (``"baked"``, the default, or ``"arguments"``: the numeric attributes, such as MX's stochastic
     ``seed``, are arguments of each call) and an optional per-entry ``targets`` list.
     """
@@ -176,9 +180,19 @@ def parse_config(data: Mapping | str | os.PathLike) -> BundleConfig:
         shape = e.get("shape", "?")
         if isinstance(shape, list):
             shape = [None if d == "?" else d for d in shape]
+        declared = {}
+        for key in ("input_shapes", "input_dtypes"):
+            declared[key] = e.get(key, {})
+            if not isinstance(declared[key], Mapping):
+                raise _cfg_error(source, f"{where}: {key} must be a table of input name -> "
+                                         f"{'shape' if key == 'input_shapes' else 'dtype'}, got {declared[key]!r}")
+        shapes = {n: [None if d == "?" else d for d in v] if isinstance(v, list) else v
+                  for n, v in declared["input_shapes"].items()}
         try:
             shape = parse_shape(shape)
-            cfg = OpConfig.make(op, dict(attrs), dtype, shape, "cpu", params, e.get("semantics"))
+            cfg = OpConfig.from_reference(op, dict(attrs), dtype, shape, "cpu", params, e.get("semantics"), "",
+                                          shapes, declared["input_dtypes"])
+            check_declared(cfg, shapes)
         except QDQError as err:
             raise _cfg_error(source, f"{where}: {err}") from None
         etargets = as_targets(e["targets"], source, f"{where}.targets") if "targets" in e else None

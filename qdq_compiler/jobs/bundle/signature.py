@@ -8,7 +8,7 @@ import re
 
 from ... import dtypes
 from ...emit import RenderContext
-from ...errors import BundleError
+from ...errors import BundleError, QDQError
 
 
 def _tensor_desc(name: str, mlir_type: str) -> dict:
@@ -25,6 +25,23 @@ def function_signature(cfg) -> dict:
     inputs = [_tensor_desc(n, t) for n, t in ctx.public_arguments]
     outputs = [_tensor_desc(n, t) for n, t in zip(spec.outputs, ctx.result_types)]
     return {"name": cfg.op, "inputs": inputs, "outputs": outputs}
+
+
+def check_declared(cfg, shapes) -> None:
+    """Inputs whose shapes were declared by name (``OpConfig.from_reference``'s ``shapes``) against the program's
+    parameters: a QDQError naming the input, what the program takes and the attributes that decided it."""
+    from ...config import format_shape, parse_shape
+    spec, a = cfg.spec, cfg.attr
+    for d in function_signature(cfg)["inputs"]:
+        if d["name"] not in (shapes or {}):
+            continue
+        want, given = d["shape"], parse_shape(shapes[d["name"]])
+        if len(given) != len(want) or any(g is not None and w is not None and g != w for g, w in zip(given, want)):
+            deciding = ", ".join(f"{k}={a[k]}" for k in ("axis", "block_size")   # where the operands lie
+                                 if k in spec.attr_map and not spec.is_internal(k))
+            raise QDQError(f"input {d['name']} of shape {format_shape(given)} does not fit: for data of shape "
+                           f"{format_shape(cfg.shape)}{' and ' + deciding if deciding else ''} it has shape "
+                           f"{format_shape(want)}", op=spec.name, arg=d["name"])
 
 
 def _declaration_types(decl: str) -> tuple[list[str], list[str]]:
