@@ -67,11 +67,12 @@ def enc_outputs(names, arrays):
     return {"outputs": {n: enc_array(str(np.asarray(a).dtype), a) for n, a in zip(names, arrays)}}
 
 
-def write_file(path, header, records):
-    """One golden file: the header keys, then "cases" with one record per line (the layout git diffs well)."""
+def write_file(path, header, records, separators=(", ", ": ")):
+    """One golden file: the header keys, then "cases" with one record per line (the layout git diffs well;
+    ``separators`` (",", ":") for the large ones)."""
     with open(path, "w") as fh:
         fh.write(json.dumps(header)[:-1] + ', "cases": [\n')
-        fh.write(",\n".join(json.dumps(c, separators=(", ", ": ")) for c in records))
+        fh.write(",\n".join(json.dumps(c, separators=separators) for c in records))
         fh.write("\n]}\n")
     return os.path.getsize(path)
 

@@ -18,7 +18,6 @@ Run in the reference's virtualenv (see onnx_reference.py), from the repository r
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import warnings
 
@@ -29,6 +28,7 @@ import onnxruntime
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from .fmt import write_file
 from .onnx.reference_runner import golden
 from .onnx_reference import OUT
 
@@ -120,10 +120,7 @@ def main():
     header = {"source": "onnx.backend.test.case.node (quantizelinear.py, dequantizelinear.py, dynamicquantizelinear.py "
                         "expanded)", "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
               "ml_dtypes": ml_dtypes.__version__, "numpy": np.__version__}
-    with open(args.out, "w") as fh:
-        fh.write(json.dumps(header)[:-1] + ', "cases": [\n')
-        fh.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in records))
-        fh.write("\n]}\n")
+    write_file(args.out, header, records, separators=(",", ":"))
     print(f"{args.out}: {len(records)} cases ({sum(r['ort'] == 'same' for r in records)} onnxruntime agrees with)")
 
 

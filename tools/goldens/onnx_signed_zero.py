@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 
 import ml_dtypes
 import numpy as np
 import onnx
 
+from .fmt import write_file
 from .onnx.reference_runner import golden
 from .onnx_reference import FLOATS, OUT, QUANTIZED, np_type
 
@@ -136,10 +136,7 @@ def main():
     header = {"reference": f"onnx {onnx.__version__} reference implementation", "opset": 28,
               "ml_dtypes": ml_dtypes.__version__, "numpy": np.__version__,
               "rule": "tools/goldens/onnx_signed_zero.py inputs(); tests/test_onnx_signed_zero.py rebuilds them"}
-    with open(args.out, "w") as fh:
-        fh.write(json.dumps(header)[:-1] + ', "cases": [\n')
-        fh.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in recs))
-        fh.write("\n]}\n")
+    write_file(args.out, header, recs, separators=(",", ":"))
     print(f"{args.out}: {len(recs)} records, {sum(r['expect']['negative_zeros'] for r in recs)} -0 in all")
 
 
