@@ -270,7 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     ap = _Parser(
         prog="qdqc", formatter_class=fmt,
-        description="TensorFlow's fake-quantization ops, compiled with IREE, bit-exact with TF 2.21.",
+        description="Fake quantization as TensorFlow, PyTorch, ONNX and the OCP MX/NVFP4 texts compute it, compiled "
+                    "ahead of time with IREE, bit-exact with each reference (qdqc ops lists the ops).",
         epilog="examples:\n  " + "\n  ".join(v.splitlines()[0] for v in EXAMPLES.values()))
     ap.add_argument("--version", action=_Version)
     ap.add_argument("--cache-dir", help="the artifact cache for this command (default: QDQ_CACHE_DIR, else "
@@ -341,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("cache", "inspect or clear the artifact cache (QDQ_CACHE_DIR or --cache-dir, else "
             "$XDG_CACHE_HOME/qdq_compiler or ~/.cache/qdq_compiler)", cmd_cache)
     p.add_argument("action", choices=("info", "clear"))
-    p = add("bench", "measure throughput against a memory copy, NumPy and TF (if installed)", cmd_bench)
+    p = add("bench", "measure throughput against a memory copy and the NumPy oracle (TF and PyTorch too where installed)", cmd_bench)
     p.add_argument("--ops", help="comma-separated op names (default: one per family)")
     p.add_argument("--targets", default="cpu",
                    help="comma-separated compiled targets to time (default: cpu; unavailable ones are skipped "
