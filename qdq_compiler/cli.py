@@ -16,7 +16,7 @@ from . import dtypes, ops, semantics
 from .errors import QDQError, QDQWarning
 from .cli_cluster import add_cluster_options, add_worker, cluster_address
 from .cli_help import EXAMPLES
-from .cli_config import _attrs, _config, _dtype, _named, parse_attr_value  # noqa: F401 (parse_attr_value: the API)
+from .cli_config import attrs_from, config_from, dtype_from, input_types, parse_attr_value  # noqa: F401 (the API)
 from .cli_inputs import as_saved, negative_literals, read_inputs
 from .cli_interrupt import interrupted, run_interruptible
 from .outputs import check_writable, save_arrays, write_atomic
@@ -59,14 +59,14 @@ def cmd_ops(args):
 
 def cmd_emit(args):
     from .emit import render
-    sys.stdout.write(render(_config(args)))
+    sys.stdout.write(render(config_from(args)))
     return 0
 
 
 def cmd_compile(args):
     from .execute import artifact_for
     check_writable(args.output, "-o")
-    art = artifact_for(_config(args))
+    art = artifact_for(config_from(args))
     write_atomic(args.output, art.vmfb, "-o")
     print(f"wrote {args.output} ({len(art.vmfb)} bytes, function @{args.op}, flags: {' '.join(art.flags)})",
           file=sys.stderr)
@@ -80,11 +80,8 @@ def cmd_run(args):
     if len(inputs) != len(spec.inputs):
         raise QDQError(f"{args.op} takes {_count(len(spec.inputs), 'input')} ({', '.join(spec.input_names)}), "
                        f"got {len(inputs)} --input", arg="--input")
-    attrs = _attrs(args)
-    extra, types = _named(args.input_dtype, "--input-dtype")
-    if extra or set(types) - set(spec.input_names):
-        raise QDQError(f"--input-dtype {(extra or sorted(set(types) - set(spec.input_names)))[0]!r}: NAME=DTYPE of "
-                       f"an input of {args.op} ({', '.join(spec.input_names)})", arg="--input-dtype")
+    attrs = attrs_from(args)
+    types = input_types(args, spec)
     named = {i.dtype[5:]: types[i.name] for i in spec.inputs if i.name in types and i.dtype.startswith("attr:")}
     kwargs = {**attrs, **read_inputs(spec, inputs, {**attrs, **named})}
     check_writable(args.output, "-o")
@@ -153,7 +150,7 @@ def cmd_diverge(args):
     if args.exported:
         from .jobs.export_diverge import run as run_exported
         return run_exported(args.exported, args.size, args.seed, args.json, args.markdown)
-    dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
+    dts = [dtype_from(d) for d in _csv(args.dtypes)] if args.dtypes else None
     for o in _csv(args.ops) or []:
         ops.get(o)
     if args.size < 1:
@@ -189,7 +186,7 @@ def cmd_validate(args):
     if args.jobs is not None and args.cluster:
         raise QDQError("--jobs applies to a local run; with --cluster the workers' threads (qdqc worker --nthreads) "
                        "set how much runs at once", arg="--jobs")
-    dts = [_dtype(d) for d in _csv(args.dtypes)] if args.dtypes else None
+    dts = [dtype_from(d) for d in _csv(args.dtypes)] if args.dtypes else None
     return run_validation(
         ops=_csv(args.ops), targets=_csv(args.targets), dtypes=dts, sizes=sizes, shard=shard, jobs=args.jobs or 0,
         semantics=semantics.parse_list(args.semantics), cluster=cluster_address(args),

@@ -31,18 +31,18 @@ def parse_attr_value(op: str, text: str):
         raise QDQError(f"--attr {name}={value!r}: expected {dict(bool='a bool (true/false)', int='an int', float='a float').get(attr.kind.__name__, 'a string')}", arg=name) from None
 
 
-def _attrs(args) -> dict:
+def attrs_from(args) -> dict:
     return dict(parse_attr_value(args.op, a) for a in (args.attr or []))
 
 
-def _dtype(text: str) -> str:
+def dtype_from(text: str) -> str:
     try:
         return dtypes.get(text).name
     except QDQError:
         raise QDQError(f"--dtype {text!r} is not supported; allowed: {dtypes.allowed()}", arg="--dtype") from None
 
 
-def _named(texts, option: str) -> tuple[list[str], dict[str, str]]:
+def named_values(texts, option: str) -> tuple[list[str], dict[str, str]]:
     """Repeatable ``--shape``/``--input-dtype`` values: (the unnamed ones, {input name: value} of NAME=VALUE)."""
     plain, named = [], {}
     for t in texts or []:
@@ -56,17 +56,26 @@ def _named(texts, option: str) -> tuple[list[str], dict[str, str]]:
     return plain, named
 
 
-def _config(args):
+def input_types(args, spec) -> dict[str, str]:
+    """``--input-dtype NAME=DTYPE`` of ``qdqc run``: {input name: dtype}, each naming an input of the op."""
+    extra, types = named_values(args.input_dtype, "--input-dtype")
+    if extra or set(types) - set(spec.input_names):
+        raise QDQError(f"--input-dtype {(extra or sorted(set(types) - set(spec.input_names)))[0]!r}: NAME=DTYPE of "
+                       f"an input of {args.op} ({', '.join(spec.input_names)})", arg="--input-dtype")
+    return types
+
+
+def config_from(args):
     from .config import OpConfig
-    plain, shapes = _named(args.shape, "--shape")
+    plain, shapes = named_values(args.shape, "--shape")
     if len(plain) > 1:
         raise QDQError(f"--shape is given {len(plain)} times without a name; the data's is DIMS, another input's "
                        f"NAME=DIMS (e.g. --shape 4x10 --shape y_scale=4)", arg="--shape")
-    extra, types = _named(args.input_dtype, "--input-dtype")
+    extra, types = named_values(args.input_dtype, "--input-dtype")
     if extra:
         raise QDQError(f"--input-dtype {extra[0]!r} must look like NAME=DTYPE (e.g. x=int4)", arg="--input-dtype")
     from .jobs.bundle.signature import check_declared
-    cfg = OpConfig.from_reference(args.op, _attrs(args), _dtype(args.dtype), plain[0] if plain else "?",
+    cfg = OpConfig.from_reference(args.op, attrs_from(args), dtype_from(args.dtype), plain[0] if plain else "?",
                                   args.target, args.params, args.semantics, args.tuning, shapes, types)
     check_declared(cfg, shapes)
     return cfg

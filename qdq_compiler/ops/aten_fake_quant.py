@@ -38,7 +38,7 @@ QUANT_MIN = attr("quant_min", int, -128, doc="the lowest quantised level (PyTorc
 QUANT_MAX = attr("quant_max", int, 127, doc="the highest quantised level")
 AXIS_ATTR = attr("axis", int, 0, doc="the channel dimension, 0..rank-1")
 ZP_DTYPE = attr("zero_point_dtype", str, "int32", ZERO_POINT_DTYPES,
-                doc="set from the zero_point array: int32, float32 (an FMA) or float16 (unfused)")
+                doc="set from the zero_point array: int32, float32 (an FMA) or float16 (unfused)", internal=True)
 
 
 # -- the NumPy reference ----------------------------------------------------------------------------------

@@ -224,7 +224,7 @@ _PER_CHANNEL = (fixed("grad", "grad", "float32"), data("input"), fixed("scale", 
 _RESULTS = (result("dX", "float32"),) + tuple(Output(n, RANGE, "float32") for n in OUTPUTS[1:])
 _ATTRS = (attr("quant_min", int, -128), attr("quant_max", int, 127), attr("grad_factor", float, 1.0),
           attr("given", str, "", doc="set from the call: an empty input's scale and zero point as given (PyTorch "
-               "returns them)"))
+               "returns them)", internal=True))
 
 SPECS = (
     OpSpec("_fake_quantize_learnable_per_tensor_affine_backward", FAMILY, _PER_TENSOR, _ATTRS, _RESULTS, DTYPES,

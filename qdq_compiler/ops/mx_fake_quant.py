@@ -65,7 +65,8 @@ AXIS_ATTR = attr("axis", int, -1, doc="the axis the blocks run along (negative: 
 SCALE_RULE = attr("scale_rule", str, "floor", SCALE_RULES,
                   doc="how the E8M0 scale is chosen from the block's amax: floor (OCP v1.0), ceil, even, rceil")
 ELEM_TYPE = attr("elem_type", str, "float8_e4m3fn", tuple(MXO.STORAGE.values()),
-                 doc="set from elem (dequantize: elem from it, the elements' type): the type the element codes are in")
+                 doc="set from elem (dequantize: elem from it, the elements' type): the type the element codes are in",
+                 internal=True)
 OUT_DTYPE = attr("out_dtype", str, "float32", ("float32", "float16", "bfloat16"),
                  doc="dequantize: the result's type (rounded to it once, to nearest even)")
 ROUNDING = attr("rounding", str, "nearest", ("nearest", "stochastic"),
@@ -73,7 +74,7 @@ ROUNDING = attr("rounding", str, "nearest", ("nearest", "stochastic"),
 SEED = attr("seed", int, 0, doc="stochastic rounding's key, 0 .. 2^64 - 1 (a runtime parameter: one program per "
                                 "configuration serves every seed)")
 RAGGED = attr("ragged", bool, False, doc="set from the data: the axis is not a multiple of block_size (a shorter "
-                                          "last block)")
+                                          "last block)", internal=True)
 
 
 def elem_info(name: str) -> MXN.Elem:

@@ -46,14 +46,17 @@ AXIS_ATTR = attr("axis", int, 1, doc="the quantization axis of a per-axis scale 
 SATURATE = attr("saturate", int, 1, doc="float8 only: 1 clips beyond the largest value, 0 gives inf or NaN")
 OUTPUT_DTYPE = attr("output_dtype", str, "uint8", QUANTIZED,
                     doc="the storage type (set from y_zero_point, or the output_dtype given; default uint8)")
-X_DTYPE = attr("x_dtype", str, "uint8", DQ_TYPES, doc="set from x: the storage type it holds")
+X_DTYPE = attr("x_dtype", str, "uint8", DQ_TYPES, doc="set from x: the storage type it holds", internal=True)
 GRANULARITIES = ("tensor", "axis", "block")
 GRANULARITY = attr("granularity", str, "tensor", GRANULARITIES,
-                   doc="set from the scale: one element per tensor, a vector along axis, or blocks (block_size > 0)")
+                   doc="set from the scale: one element per tensor, a vector along axis, or blocks (block_size > 0)",
+                   internal=True)
 TINY_SCALE = attr("tiny_scale", bool, False,
-                  doc="set from the scale: some |y_scale| < 2^-100 (where FTZ targets divide x * 2^32, built exactly)")
+                  doc="set from the scale: some |y_scale| < 2^-100 (where FTZ targets divide x * 2^32, built exactly)",
+                  internal=True)
 SCALE_DTYPE = attr("scale_dtype", str, "", ("",) + SCALE_DTYPES,
-                   doc="set from the scale: its type where it is not the op's (\"\"); its values cross as float32")
+                   doc="set from the scale: its type where it is not the op's (\"\"); its values cross as float32",
+                   internal=True)
 PRECISION = attr("precision", str, "", ("",) + FLOATS, doc="opset 23: the type x and the scale are divided in")
 DQ_OUTPUT_DTYPE = attr("output_dtype", str, "", ("",) + FLOATS,
                        doc="opset 23: the result's type (default the scale's); it is the op's element type T")

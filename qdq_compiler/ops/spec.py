@@ -19,14 +19,13 @@ class Attr:
     choices: tuple = ()           # allowed values for str attrs
     doc: str = ""
     internal: bool = False        # set from the call's inputs (their shapes, types or values), never by a user:
-    #   not the reference's attribute; never listed (qdqc ops), never named in an error; the CLI and bundles refuse it
+    #   not the reference's attribute; never listed (qdqc ops), never named in an error; the CLI and bundles derive it
+    #   (OpConfig.from_reference; one given by name still overrides it: the generated lit e2e files set some)
 
 
-def attr(name, kind, default, choices=(), doc="", internal: bool | None = None) -> Attr:
-    """An attribute; ``internal`` (default: a doc that says "set from ...") marks one derived from the inputs."""
-    if internal is None:
-        internal = doc.startswith("set from")
-    return Attr(name, kind, default, tuple(choices), doc, bool(internal))
+def attr(name, kind, default, choices=(), doc="", internal: bool = False) -> Attr:
+    """An attribute; ``internal`` marks one derived from the inputs (its doc says what from), never a user's."""
+    return Attr(name, kind, default, tuple(choices), doc, internal)
 
 
 # The shape of an operand, relative to the data (Input.shape):
