@@ -58,6 +58,10 @@ def entry_calls(entry: MatrixEntry, sizes, seed: int, goldens: bool = True) -> t
     return calls, n_golden
 
 
+# golden input dtypes written as numbers, not float hex (bool: aten's masks, 0/1; int64: PyTorch's switches)
+INTEGRAL = ("int32", "int64", "bool")
+
+
 @functools.lru_cache(maxsize=None)
 def _parsed(path: str) -> dict:
     with open(path) as f:
@@ -179,7 +183,7 @@ def _case_kwargs(path: str, op: str) -> tuple[dict, ...]:
                 kw[name] = np.array(e["codes"], f"uint{dt.itemsize * 8}").view(dt).reshape(e["shape"])
                 continue
             vals = e["values"]
-            if e["dtype"] in INTEGRAL:   # written as numbers (bool: aten's masks, 0/1; int64: PyTorch's switches)
+            if e["dtype"] in INTEGRAL:
                 kw[name] = np.array(vals, np.dtype(e["dtype"])).reshape(e["shape"])
             else:
                 kw[name] = np.array([float.fromhex(v) if v not in ("nan", "-nan") else np.nan for v in vals],
@@ -195,8 +199,6 @@ def _case_kwargs(path: str, op: str) -> tuple[dict, ...]:
         out.append(kw)
     return tuple(out)
 
-
-INTEGRAL = ("int32", "int64", "bool")
 
 
 def _text_deviation_only(case: dict) -> bool:
